@@ -1,0 +1,35 @@
+//===- ParcOps.h - parc dialect operations ----------------------*- C++ -*-===//
+
+#ifndef PARC_DIALECT_PARC_IR_PARCOPS_H
+#define PARC_DIALECT_PARC_IR_PARCOPS_H
+
+#include "Parc/IR/ParcDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "Parc/IR/ParcEnums.h.inc"
+
+#define GET_OP_CLASSES
+#include "Parc/IR/ParcOps.h.inc"
+
+namespace mlir::parc {
+
+/// The dotted path of a module or parameter as named_modules() /
+/// named_parameters() print it, relative to the enclosing parc.model.
+std::string getDottedPath(Operation *op);
+
+/// Resolves a dotted path ("model.layers.3.mlp") below `model`; null if absent.
+Operation *lookupDottedPath(ModelOp model, llvm::StringRef path);
+
+/// The nested symbol reference from `from`'s symbol table to `target`.
+SymbolRefAttr getRelativeRef(Operation *from, Operation *target);
+
+} // namespace mlir::parc
+
+#endif // PARC_DIALECT_PARC_IR_PARCOPS_H

@@ -1,0 +1,317 @@
+//===- ParcOps.td - parc dialect operations ----------------*- tablegen -*-===//
+//
+// Structure ops (model, module, param, tie) describe what named_modules() and
+// named_parameters() show; forward ops describe what autograd saves.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_DIALECT_PARC_IR_PARCOPS_TD
+#define PARC_DIALECT_PARC_IR_PARCOPS_TD
+
+include "Parc/IR/ParcBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/CallInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Model structure
+//===----------------------------------------------------------------------===//
+
+def Parc_ModelOp : Parc_Op<"model", [
+    Symbol, SymbolTable, IsolatedFromAbove, NoTerminator, SingleBlock,
+    NoRegionArguments]> {
+  let summary = "A model: the root of a module tree";
+  let description = [{
+    The root `nn.Module` of a model (the `""` entry of `named_modules()`),
+    with its class name. Its body holds the child modules, the root's own
+    parameters, its `func.func @forward` and the `parc.tie` groups. Dotted
+    paths of everything below are relative to this op.
+
+    ```mlir
+    parc.model @llama class "LlamaForCausalLM" attributes {source = "hf:llama"} {
+      parc.module @lm_head "Linear" leaf {
+        parc.param @weight : tensor<128256x4096xbf16>
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$class_name);
+  let regions = (region SizedRegion<1>:$bodyRegion);
+  let assemblyFormat = [{
+    $sym_name `class` $class_name attr-dict-with-keyword $bodyRegion
+  }];
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name,
+                                 "::llvm::StringRef":$className)>];
+  let skipDefaultBuilders = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Parc_NNModuleOp : Parc_Op<"module", [
+    Symbol, SymbolTable, NoTerminator, SingleBlock, NoRegionArguments,
+    ParentOneOf<["ModelOp", "NNModuleOp"]>]> {
+  let summary = "An nn.Module in the model tree";
+  let description = [{
+    One entry of `named_modules()`: its local name (the last component of the
+    dotted path), its Python class and its kind. `leaf` modules have no child
+    modules; `list` and `sequential` containers hold children named `0..n-1`
+    in order, `dict` containers children with any names; containers hold no
+    parameters and no forward of their own. A module with computation holds a
+    `func.func @forward`.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$class_name,
+                       Parc_ModuleKind:$kind);
+  let regions = (region SizedRegion<1>:$bodyRegion);
+  let assemblyFormat = [{
+    $sym_name $class_name $kind attr-dict-with-keyword $bodyRegion
+  }];
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name,
+                                 "::llvm::StringRef":$className,
+                                 "ModuleKind":$kind)>];
+  let skipDefaultBuilders = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isContainer() {
+      return getKind() == ModuleKind::List || getKind() == ModuleKind::Dict ||
+             getKind() == ModuleKind::Sequential;
+    }
+    /// The forward of this module, if it has one.
+    ::mlir::func::FuncOp getForward();
+  }];
+}
+
+def Parc_ParamOp : Parc_Op<"param", [
+    Symbol, ParentOneOf<["ModelOp", "NNModuleOp"]>]> {
+  let summary = "An nn.Parameter of the enclosing module";
+  let description = [{
+    A parameter with its static shape and dtype. Its dotted path is the path
+    of the enclosing module followed by its name (`self_attn.q_proj.weight`).
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<AnyStaticShapeTensor>:$type);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+    /// Number of scalar elements.
+    int64_t getNumElements() { return getTensorType().getNumElements(); }
+  }];
+}
+
+def Parc_TieOp : Parc_Op<"tie", [
+    HasParent<"ModelOp">, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Parameters that share one storage";
+  let description = [{
+    A tie group: the listed parameters are one tensor (as `lm_head.weight` is
+    `model.embed_tokens.weight` when `tie_word_embeddings` is set). The first
+    entry owns the storage, as `named_parameters()` reports it; the group is
+    counted, sharded and stored once. All entries must have the same type.
+  }];
+  let arguments = (ins SymbolRefArrayAttr:$params);
+  let assemblyFormat = "$params attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Forward ops
+//===----------------------------------------------------------------------===//
+
+def Parc_CallOp : Parc_Op<"call", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Run a descendant module's forward";
+  let description = [{
+    Calls the `@forward` of the module named by `callee`, a nested reference
+    relative to the module that holds this op (`@layers::@"3"`).
+  }];
+  let arguments = (ins SymbolRefAttr:$callee, Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $callee `(` $args `)` attr-dict `:` functional-type($args, $results)
+  }];
+}
+
+class Parc_ParamUserOp<string mnemonic, list<Trait> traits = []>
+    : Parc_Op<mnemonic, !listconcat(traits, [
+        Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>])>;
+
+def Parc_EmbeddingOp : Parc_ParamUserOp<"embedding"> {
+  let summary = "Token embedding lookup";
+  let description = [{
+    Gathers rows of `weight` (vocab x hidden) for integer `ids`; `scale`
+    multiplies the result (Gemma scales by sqrt(hidden)).
+  }];
+  let arguments = (ins RankedTensorOf<[AnySignlessInteger]>:$ids,
+                       SymbolRefAttr:$weight, OptionalAttr<F64Attr>:$scale);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $ids `,` $weight attr-dict `:` type($ids) `->` type($result)
+  }];
+}
+
+def Parc_LinearOp : Parc_ParamUserOp<"linear"> {
+  let summary = "y = x W^T (+ b), as torch.nn.Linear";
+  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
+                       OptionalAttr<SymbolRefAttr>:$bias);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
+def Parc_MatmulOp : Parc_ParamUserOp<"matmul"> {
+  let summary = "y = x W with a raw (in x out) weight parameter";
+  let description = [{
+    A matrix product with a parameter stored input-major, as Gemma 3's
+    `mm_input_projection_weight`; unlike `parc.linear` it is not transposed.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Parc_PatchEmbeddingOp : Parc_ParamUserOp<"patch_embedding"> {
+  let summary = "Non-overlapping patch projection (Conv2d with stride = kernel)";
+  let arguments = (ins AnyRankedTensor:$pixels, SymbolRefAttr:$weight,
+                       OptionalAttr<SymbolRefAttr>:$bias);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $pixels `,` $weight (`bias` $bias^)? attr-dict `:` type($pixels) `->`
+    type($result)
+  }];
+}
+
+def Parc_PositionEmbeddingOp : Parc_ParamUserOp<"position_embedding", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Add a learned position table to a token sequence";
+  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input)";
+}
+
+def Parc_RmsNormOp : Parc_ParamUserOp<"rms_norm", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMS normalisation over groups of the last dimension";
+  let description = [{
+    Normalises each group of `weight`'s size along the last dimension: the
+    whole hidden vector for a layer norm, one head for Gemma's and Qwen3's
+    q/k norms. `unit_offset` scales by (1 + weight) as Gemma does.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
+                       F64Attr:$eps, UnitAttr:$unit_offset);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input)";
+}
+
+def Parc_LayerNormOp : Parc_ParamUserOp<"layer_norm", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Layer normalisation over the last dimension";
+  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
+                       OptionalAttr<SymbolRefAttr>:$bias, F64Attr:$eps);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input)
+  }];
+}
+
+def Parc_RopeOp : Parc_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotary position embedding applied per head";
+  let description = [{
+    Rotates each `head_dim` slice of the last dimension by its position;
+    `scaling` carries the config's `rope_scaling` (llama3, linear, ...).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$head_dim,
+                       F64Attr:$theta, OptionalAttr<DictionaryAttr>:$scaling);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Parc_AttentionOp : Parc_Op<"attention", [Pure]> {
+  let summary = "Scaled dot-product attention over heads";
+  let description = [{
+    softmax(q k^T * scale [softcapped]) v per head, with grouped-query sharing
+    (`num_heads` query heads over `num_kv_heads` key/value heads), optional
+    causal and sliding-window masks and attention-logit softcap. `k_eq_v`
+    marks layers whose values are their keys' projection (Gemma 4's
+    full-attention layers), so `key` and `value` come from one projection.
+  }];
+  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
+                       AnyRankedTensor:$value, I64Attr:$num_heads,
+                       I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
+                       UnitAttr:$causal, OptionalAttr<I64Attr>:$sliding_window,
+                       OptionalAttr<F64Attr>:$softcap, UnitAttr:$k_eq_v);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` `(` type($query) `,` type($key)
+    `,` type($value) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Parc_AddOp : Parc_Op<"add", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise addition (residual connections)";
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Parc_MulOp : Parc_Op<"mul", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise multiplication (gated MLPs)";
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Parc_ActivationOp : Parc_Op<"activation", [
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Pointwise activation";
+  let arguments = (ins Parc_ActivationKind:$kind, AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$kind $input attr-dict `:` type($input)";
+}
+
+def Parc_SoftcapOp : Parc_Op<"softcap", [
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "cap * tanh(x / cap): Gemma's final logit softcap";
+  let arguments = (ins AnyRankedTensor:$input, F64Attr:$cap);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Parc_AvgPoolTokensOp : Parc_Op<"avg_pool_tokens", [Pure]> {
+  let summary = "Average-pool a square grid of tokens by kernel x kernel";
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$kernel);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Parc_MergeImageFeaturesOp : Parc_Op<"merge_image_features", [
+    Pure, AllTypesMatch<["text", "result"]>]> {
+  let summary = "Place image features at the image-token positions";
+  let arguments = (ins AnyRankedTensor:$text, AnyRankedTensor:$image);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $text `,` $image attr-dict `:` type($text) `,` type($image)
+  }];
+  let hasVerifier = 1;
+}
+
+def Parc_CrossEntropyOp : Parc_Op<"cross_entropy", [Pure]> {
+  let summary = "Mean next-token cross-entropy of logits against labels";
+  let arguments = (ins AnyRankedTensor:$logits,
+                       RankedTensorOf<[AnySignlessInteger]>:$labels);
+  let results = (outs 0DTensorOf<[AnyFloat]>:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->`
+    type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // PARC_DIALECT_PARC_IR_PARCOPS_TD

@@ -1,0 +1,646 @@
+//===- HFConfigImporter.cpp - Hugging Face config.json to parc IR ---------===//
+//
+// Each family reads its config with the defaults of its transformers config
+// class and fills in a ModelSpec; ModelBuilder does the rest. The keys that
+// fix a model's architecture (hidden_size, intermediate_size,
+// num_hidden_layers, num_attention_heads) are required: a default there would
+// plan a different model than the user has, silently.
+//
+//===----------------------------------------------------------------------===//
+
+#include "parc/Import/HFConfig.h"
+
+#include "ConfigReader.h"
+#include "ModelBuilder.h"
+
+#include "Parc/IR/ParcDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::parc;
+
+static const llvm::StringRef kSupportedModelTypes[] = {
+    "llama", "mistral", "qwen2",       "qwen3",
+    "gemma3", "gemma3_text", "gemma4", "gemma4_text"};
+
+ArrayRef<StringRef> mlir::parc::getSupportedModelTypes() {
+  return kSupportedModelTypes;
+}
+
+namespace {
+
+/// The architecture of a decoder as its config states it, before the family
+/// decides how layers differ.
+struct DecoderShape {
+  int64_t vocab, hidden, intermediate, layers, heads, kvHeads, headDim;
+};
+
+class HFConfigImporter {
+public:
+  HFConfigImporter(ConfigReader &reader) : reader(reader) {}
+
+  OwningOpRef<mlir::ModuleOp> import(StringRef symbolName);
+
+private:
+  Type readDtype(const ConfigSection &config);
+  DecoderShape readDecoderShape(const ConfigSection &config,
+                                int64_t defaultVocab,
+                                std::optional<int64_t> defaultHeadDim);
+  ActivationKind readActivation(const ConfigSection &config, StringRef key,
+                                StringRef defaultValue,
+                                std::string &className);
+  DictionaryAttr readRopeScaling(const ConfigSection &config);
+  std::vector<std::string> readLayerTypes(const ConfigSection &config,
+                                          int64_t layers,
+                                          std::vector<std::string> derived);
+  void checkPositive(const ConfigSection &config, StringRef key,
+                     int64_t value);
+  void checkHeads(const ConfigSection &config, StringRef kvKey, int64_t heads,
+                  int64_t kvHeads);
+
+  void readLlamaFamily(const ConfigSection &config, StringRef modelType,
+                       TextModelSpec &text);
+  void readGemmaText(const ConfigSection &config, StringRef family,
+                     TextModelSpec &text);
+  void readSiglipVision(std::optional<ConfigSection> config,
+                        const ConfigSection &root, int64_t textHidden,
+                        VisionSpec &vision);
+  void readGemma4Vision(std::optional<ConfigSection> config,
+                        VisionSpec &vision);
+
+  ConfigReader &reader;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Shared readers
+//===----------------------------------------------------------------------===//
+
+Type HFConfigImporter::readDtype(const ConfigSection &config) {
+  Builder b(reader.getContext());
+  // transformers 5 writes "dtype", earlier versions "torch_dtype".
+  StringRef key = config.has("dtype") ? "dtype" : "torch_dtype";
+  std::string name = config.getString(key, "float32");
+  if (name == "bfloat16")
+    return b.getBF16Type();
+  if (name == "float16")
+    return b.getF16Type();
+  if (name == "float32")
+    return b.getF32Type();
+  config.error(key) << "unsupported " << key << " '" << name
+                    << "' (supported: bfloat16, float16, float32)";
+  return b.getF32Type();
+}
+
+void HFConfigImporter::checkPositive(const ConfigSection &config,
+                                     StringRef key, int64_t value) {
+  if (value <= 0)
+    config.error(key) << "key '" << config.keyPath(key)
+                      << "' must be positive, got " << value;
+}
+
+void HFConfigImporter::checkHeads(const ConfigSection &config,
+                                  StringRef kvKey, int64_t heads,
+                                  int64_t kvHeads) {
+  if (kvHeads > 0 && heads > 0 && heads % kvHeads != 0)
+    config.error(kvKey) << "num_attention_heads " << heads
+                        << " is not a multiple of " << config.keyPath(kvKey)
+                        << " " << kvHeads;
+}
+
+DecoderShape
+HFConfigImporter::readDecoderShape(const ConfigSection &config,
+                                   int64_t defaultVocab,
+                                   std::optional<int64_t> defaultHeadDim) {
+  DecoderShape shape;
+  shape.vocab = config.getInt("vocab_size", defaultVocab);
+  shape.hidden = config.requireInt("hidden_size");
+  shape.intermediate = config.requireInt("intermediate_size");
+  shape.layers = config.requireInt("num_hidden_layers");
+  shape.heads = config.requireInt("num_attention_heads");
+  shape.kvHeads = config.getInt("num_key_value_heads", shape.heads);
+  for (auto [key, value] :
+       {std::pair<StringRef, int64_t>{"vocab_size", shape.vocab},
+        {"hidden_size", shape.hidden},
+        {"intermediate_size", shape.intermediate},
+        {"num_hidden_layers", shape.layers},
+        {"num_attention_heads", shape.heads},
+        {"num_key_value_heads", shape.kvHeads}})
+    checkPositive(config, key, value);
+  checkHeads(config, "num_key_value_heads", shape.heads, shape.kvHeads);
+
+  if (config.has("head_dim") || defaultHeadDim) {
+    shape.headDim = config.getInt("head_dim", defaultHeadDim.value_or(0));
+    checkPositive(config, "head_dim", shape.headDim);
+  } else {
+    // The config class derives head_dim = hidden_size / num_attention_heads.
+    config.getInt("head_dim", 0); // records the default
+    if (shape.heads > 0 && shape.hidden % shape.heads != 0)
+      config.error("hidden_size")
+          << "hidden_size " << shape.hidden
+          << " is not divisible by num_attention_heads " << shape.heads
+          << " and '" << config.keyPath("head_dim")
+          << "' is absent: set head_dim explicitly";
+    shape.headDim = shape.heads > 0 ? shape.hidden / shape.heads : 1;
+    reader.recordValue(config.keyPath("head_dim"),
+                       Builder(reader.getContext())
+                           .getI64IntegerAttr(shape.headDim));
+  }
+  return shape;
+}
+
+ActivationKind HFConfigImporter::readActivation(const ConfigSection &config,
+                                                StringRef key,
+                                                StringRef defaultValue,
+                                                std::string &className) {
+  std::string name = config.getString(key, defaultValue);
+  if (name == "silu" || name == "swish") {
+    className = "SiLU";
+    return ActivationKind::Silu;
+  }
+  if (name == "gelu_pytorch_tanh" || name == "gelu_new") {
+    className = "GELUTanh";
+    return ActivationKind::GeluTanh;
+  }
+  if (name == "gelu") {
+    className = "GELU";
+    return ActivationKind::Gelu;
+  }
+  if (name == "relu") {
+    className = "ReLU";
+    return ActivationKind::Relu;
+  }
+  config.error(key) << "unsupported activation '" << name << "' in '"
+                    << config.keyPath(key)
+                    << "' (supported: silu, gelu_pytorch_tanh, gelu, relu)";
+  className = "Identity";
+  return ActivationKind::Silu;
+}
+
+DictionaryAttr HFConfigImporter::readRopeScaling(const ConfigSection &config) {
+  const llvm::json::Value *raw = config.getRaw("rope_scaling");
+  if (!raw)
+    return nullptr;
+  const llvm::json::Object *object = raw->getAsObject();
+  if (!object) {
+    config.error("rope_scaling")
+        << "key '" << config.keyPath("rope_scaling") << "' must be an object";
+    return nullptr;
+  }
+  Builder b(reader.getContext());
+  NamedAttrList entries;
+  for (const auto &[key, value] : *object) {
+    if (std::optional<int64_t> i = value.getAsInteger())
+      entries.set(key, b.getI64IntegerAttr(*i));
+    else if (std::optional<double> d = value.getAsNumber())
+      entries.set(key, b.getF64FloatAttr(*d));
+    else if (std::optional<StringRef> s = value.getAsString())
+      entries.set(key, b.getStringAttr(*s));
+    else if (std::optional<bool> flag = value.getAsBoolean())
+      entries.set(key, b.getBoolAttr(*flag));
+  }
+  return entries.getDictionary(reader.getContext());
+}
+
+std::vector<std::string>
+HFConfigImporter::readLayerTypes(const ConfigSection &config, int64_t layers,
+                                 std::vector<std::string> derived) {
+  std::optional<std::vector<std::string>> given =
+      config.getStringList("layer_types");
+  if (!given)
+    return derived;
+  if (static_cast<int64_t>(given->size()) != layers) {
+    config.error("layer_types")
+        << "'" << config.keyPath("layer_types") << "' lists " << given->size()
+        << " layers but num_hidden_layers is " << layers;
+    return derived;
+  }
+  for (const std::string &type : *given)
+    if (type != "sliding_attention" && type != "full_attention") {
+      config.error("layer_types")
+          << "unknown layer type '" << type << "' in '"
+          << config.keyPath("layer_types")
+          << "' (expected sliding_attention or full_attention)";
+      return derived;
+    }
+  return *given;
+}
+
+//===----------------------------------------------------------------------===//
+// Llama, Mistral, Qwen2, Qwen3
+//===----------------------------------------------------------------------===//
+
+void HFConfigImporter::readLlamaFamily(const ConfigSection &config,
+                                       StringRef modelType,
+                                       TextModelSpec &text) {
+  bool isQwen = modelType.starts_with("qwen");
+  bool isQwen3 = modelType == "qwen3";
+  // Defaults of LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config.
+  int64_t defaultVocab = isQwen ? 151936 : 32000;
+  DecoderShape shape = readDecoderShape(
+      config, defaultVocab,
+      isQwen3 ? std::optional<int64_t>(128) : std::nullopt);
+  StringRef prefix = llvm::StringSwitch<StringRef>(modelType)
+                         .Case("llama", "Llama")
+                         .Case("mistral", "Mistral")
+                         .Case("qwen2", "Qwen2")
+                         .Default("Qwen3");
+  text.causalLMClass = (prefix + "ForCausalLM").str();
+  text.modelClass = (prefix + "Model").str();
+  text.embeddingClass = "Embedding";
+  text.rotaryClass = (prefix + "RotaryEmbedding").str();
+  text.vocab = shape.vocab;
+  text.tieEmbeddings = config.getBool("tie_word_embeddings", false);
+
+  StackSpec &stack = text.stack;
+  stack.layerClass = (prefix + "DecoderLayer").str();
+  stack.attentionClass = (prefix + "Attention").str();
+  stack.mlpClass = (prefix + "MLP").str();
+  stack.normClass = (prefix + "RMSNorm").str();
+  stack.hidden = shape.hidden;
+  stack.intermediate = shape.intermediate;
+  stack.norm = NormKind::Rms;
+  stack.normEps = config.getFloat("rms_norm_eps", 1e-6);
+  stack.activation =
+      readActivation(config, "hidden_act", "silu", stack.activationClass);
+  stack.mlpBias = modelType == "llama" && config.getBool("mlp_bias", false);
+
+  AttentionSpec attention;
+  attention.numHeads = shape.heads;
+  attention.numKvHeads = shape.kvHeads;
+  attention.headDim = shape.headDim;
+  attention.scale = 1.0 / std::sqrt(double(shape.headDim));
+  attention.ropeTheta = config.getFloat("rope_theta", 10000.0);
+  attention.ropeScaling = readRopeScaling(config);
+  if (modelType == "qwen2") {
+    // Qwen2Attention hard-codes bias on q/k/v and none on o_proj.
+    attention.qkvBias = true;
+  } else if (modelType != "mistral") {
+    attention.qkvBias = attention.outBias =
+        config.getBool("attention_bias", false);
+  }
+  attention.qkNorm = isQwen3;
+
+  std::vector<std::string> derived(shape.layers, "full_attention");
+  std::optional<int64_t> window;
+  if (modelType == "mistral") {
+    window = config.getOptionalInt("sliding_window", 4096);
+    if (window)
+      derived.assign(shape.layers, "sliding_attention");
+  } else if (isQwen) {
+    bool useWindow = config.getBool("use_sliding_window", false);
+    window = config.getOptionalInt("sliding_window", 4096);
+    int64_t maxWindowLayers = config.getInt("max_window_layers", 28);
+    if (useWindow && window)
+      for (int64_t i = maxWindowLayers; i < shape.layers; ++i)
+        derived[i] = "sliding_attention";
+  }
+  std::vector<std::string> types =
+      readLayerTypes(config, shape.layers, std::move(derived));
+  for (const std::string &type : types) {
+    LayerSpec layer{type, attention};
+    if (type == "sliding_attention") {
+      if (!window) {
+        config.error("layer_types")
+            << "sliding_attention layers need 'sliding_window'";
+        break;
+      }
+      layer.attention.slidingWindow = window;
+    }
+    stack.layers.push_back(std::move(layer));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Gemma 3 and Gemma 4 text models
+//===----------------------------------------------------------------------===//
+
+void HFConfigImporter::readGemmaText(const ConfigSection &config,
+                                     StringRef family, TextModelSpec &text) {
+  bool isGemma4 = family == "Gemma4";
+  // Defaults of Gemma3TextConfig; Gemma4TextConfig shares them.
+  DecoderShape shape = readDecoderShape(config, 262208, /*headDim=*/256);
+  std::string textPrefix = isGemma4 ? "Gemma4Text" : "Gemma3";
+  text.causalLMClass = (family + "ForCausalLM").str();
+  text.modelClass = (family + "TextModel").str();
+  text.embeddingClass = (family + "TextScaledWordEmbedding").str();
+  text.rotaryClass = textPrefix + "RotaryEmbedding";
+  text.vocab = shape.vocab;
+  text.embedScale = std::sqrt(double(shape.hidden));
+  text.finalSoftcap =
+      config.getOptionalFloat("final_logit_softcapping", std::nullopt);
+  text.tieEmbeddings = config.getBool("tie_word_embeddings", true);
+
+  StackSpec &stack = text.stack;
+  stack.layerClass = textPrefix + "DecoderLayer";
+  stack.attentionClass = textPrefix + "Attention";
+  stack.mlpClass = textPrefix + "MLP";
+  stack.normClass = (family + "RMSNorm").str();
+  stack.hidden = shape.hidden;
+  stack.intermediate = shape.intermediate;
+  stack.norm = NormKind::RmsUnitOffset;
+  stack.normEps = config.getFloat("rms_norm_eps", 1e-6);
+  stack.sandwichNorms = true;
+  stack.activation = readActivation(config, "hidden_activation",
+                                    "gelu_pytorch_tanh", stack.activationClass);
+
+  bool bias = config.getBool("attention_bias", false);
+  std::optional<double> attnSoftcap =
+      config.getOptionalFloat("attn_logit_softcapping", std::nullopt);
+  int64_t window = config.getInt("sliding_window", 4096);
+  checkPositive(config, "sliding_window", window);
+  double globalTheta = config.getFloat("rope_theta", 1000000.0);
+  double localTheta = config.getFloat("rope_local_base_freq", 10000.0);
+  std::optional<double> queryScalar =
+      config.getOptionalFloat("query_pre_attn_scalar", std::nullopt);
+
+  // Gemma 4's full-attention layers have their own head_dim and KV heads and
+  // may share the key projection as values.
+  int64_t globalHeadDim = shape.headDim, globalKvHeads = shape.kvHeads;
+  bool kEqV = false;
+  if (isGemma4) {
+    globalHeadDim = config.getInt("global_head_dim", shape.headDim);
+    globalKvHeads =
+        config.getInt("num_global_key_value_heads", shape.kvHeads);
+    checkPositive(config, "global_head_dim", globalHeadDim);
+    checkPositive(config, "num_global_key_value_heads", globalKvHeads);
+    checkHeads(config, "num_global_key_value_heads", shape.heads,
+               globalKvHeads);
+    kEqV = config.getBool("attention_k_eq_v", false);
+    // Refuse the Gemma 4 variants whose structure parc does not model rather
+    // than import a model with different parameters.
+    if (int64_t perLayer = config.getInt("hidden_size_per_layer_input", 0))
+      config.error("hidden_size_per_layer_input")
+          << "per-layer input embeddings (hidden_size_per_layer_input = "
+          << perLayer << ") are not supported; only 0 is";
+    if (config.getBool("enable_moe_block", false))
+      config.error("enable_moe_block")
+          << "mixture-of-experts blocks (enable_moe_block) are not supported";
+    if (int64_t shared = config.getInt("num_kv_shared_layers", 0))
+      config.error("num_kv_shared_layers")
+          << "KV sharing across layers (num_kv_shared_layers = " << shared
+          << ") is not supported; only 0 is";
+  }
+
+  int64_t pattern = config.getInt("sliding_window_pattern", 6);
+  checkPositive(config, "sliding_window_pattern", pattern);
+  std::vector<std::string> derived;
+  for (int64_t i = 0; i < shape.layers; ++i)
+    derived.push_back(pattern > 0 && (i + 1) % pattern == 0
+                          ? "full_attention"
+                          : "sliding_attention");
+  for (const std::string &type :
+       readLayerTypes(config, shape.layers, std::move(derived))) {
+    bool full = type == "full_attention";
+    AttentionSpec attention;
+    attention.numHeads = shape.heads;
+    attention.numKvHeads = full ? globalKvHeads : shape.kvHeads;
+    attention.headDim = full ? globalHeadDim : shape.headDim;
+    attention.qkvBias = attention.outBias = bias;
+    attention.qkNorm = true;
+    attention.kEqV = full && kEqV;
+    attention.logitSoftcap = attnSoftcap;
+    attention.scale =
+        1.0 / std::sqrt(queryScalar.value_or(double(attention.headDim)));
+    attention.ropeTheta = full ? globalTheta : localTheta;
+    if (!full)
+      attention.slidingWindow = window;
+    stack.layers.push_back(LayerSpec{type, attention});
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Vision towers
+//===----------------------------------------------------------------------===//
+
+/// Fills the shared fields of a vision encoder stack.
+static void readVisionStack(const ConfigSection *config, StackSpec &stack,
+                            int64_t defaults[4], double eps, StringRef epsKey,
+                            int64_t &heads) {
+  auto get = [&](StringRef key, int64_t value) {
+    return config ? config->requireInt(key) : value;
+  };
+  stack.hidden = get("hidden_size", defaults[0]);
+  stack.intermediate = get("intermediate_size", defaults[1]);
+  stack.layers.resize(get("num_hidden_layers", defaults[2]));
+  heads = get("num_attention_heads", defaults[3]);
+  stack.normEps = config ? config->getFloat(epsKey, eps) : eps;
+}
+
+void HFConfigImporter::readSiglipVision(std::optional<ConfigSection> config,
+                                        const ConfigSection &root,
+                                        int64_t textHidden,
+                                        VisionSpec &vision) {
+  // Defaults of SiglipVisionConfig, which Gemma3Config falls back to.
+  int64_t defaults[4] = {768, 3072, 12, 12};
+  StackSpec &stack = vision.stack;
+  int64_t heads;
+  const ConfigSection *section = config ? &*config : nullptr;
+  readVisionStack(section, stack, defaults, 1e-6, "layer_norm_eps", heads);
+  vision.style = VisionSpec::Style::Siglip;
+  vision.towerClass = "SiglipVisionModel";
+  vision.projectorName = "multi_modal_projector";
+  vision.projectorClass = "Gemma3MultiModalProjector";
+  vision.channels = section ? section->getInt("num_channels", 3) : 3;
+  vision.imageSize = section ? section->getInt("image_size", 224) : 224;
+  vision.patchSize = section ? section->getInt("patch_size", 16) : 16;
+  stack.layerClass = "SiglipEncoderLayer";
+  stack.attentionClass = "SiglipAttention";
+  stack.mlpClass = "SiglipMLP";
+  stack.normClass = "LayerNorm";
+  stack.norm = NormKind::Layer;
+  stack.siglipLayout = true;
+  stack.mlpBias = true;
+  stack.activation =
+      section ? readActivation(*section, "hidden_act", "gelu_pytorch_tanh",
+                               stack.activationClass)
+              : ActivationKind::GeluTanh;
+  if (!section)
+    stack.activationClass = "GELUTanh";
+
+  const ConfigSection &where = section ? *section : root;
+  if (heads <= 0 || stack.hidden % heads != 0)
+    where.error("num_attention_heads")
+        << "vision hidden_size " << stack.hidden
+        << " is not divisible by num_attention_heads " << heads;
+  if (vision.patchSize <= 0 || vision.imageSize % vision.patchSize != 0) {
+    where.error("patch_size") << "vision image_size " << vision.imageSize
+                              << " is not a multiple of patch_size "
+                              << vision.patchSize;
+    return;
+  }
+  int64_t side = vision.imageSize / vision.patchSize;
+  int64_t tokensPerImage = root.getInt("mm_tokens_per_image", 256);
+  auto pooledSide =
+      static_cast<int64_t>(std::llround(std::sqrt(double(tokensPerImage))));
+  if (tokensPerImage <= 0 || pooledSide * pooledSide != tokensPerImage ||
+      side % pooledSide != 0) {
+    root.error("mm_tokens_per_image")
+        << "mm_tokens_per_image " << tokensPerImage
+        << " must be a square that divides the " << side << "x" << side
+        << " patch grid";
+    return;
+  }
+  vision.poolKernel = side / pooledSide;
+  AttentionSpec attention;
+  attention.numHeads = attention.numKvHeads = heads;
+  attention.headDim = heads > 0 ? stack.hidden / heads : 1;
+  attention.qkvBias = attention.outBias = true;
+  attention.causal = false;
+  attention.scale = 1.0 / std::sqrt(double(attention.headDim));
+  for (LayerSpec &layer : stack.layers)
+    layer.attention = attention;
+  (void)textHidden;
+}
+
+void HFConfigImporter::readGemma4Vision(std::optional<ConfigSection> config,
+                                        VisionSpec &vision) {
+  int64_t defaults[4] = {1152, 4304, 27, 16};
+  StackSpec &stack = vision.stack;
+  int64_t heads;
+  const ConfigSection *section = config ? &*config : nullptr;
+  readVisionStack(section, stack, defaults, 1e-6, "rms_norm_eps", heads);
+  auto get = [&](StringRef key, int64_t value) {
+    return section ? section->getInt(key, value) : value;
+  };
+  int64_t kvHeads = get("num_key_value_heads", heads);
+  int64_t headDim = get("head_dim", heads > 0 ? stack.hidden / heads : 1);
+  vision.style = VisionSpec::Style::Gemma4;
+  vision.towerClass = "Gemma4VisionModel";
+  vision.projectorName = "embed_vision";
+  vision.projectorClass = "Gemma4MultimodalEmbedder";
+  vision.patchSize = get("patch_size", 16);
+  vision.poolKernel = get("pooling_kernel_size", 3);
+  vision.numPositions = get("position_embedding_size", 10240);
+  stack.layerClass = "Gemma4VisionEncoderLayer";
+  stack.attentionClass = "Gemma4VisionAttention";
+  stack.mlpClass = "Gemma4VisionMLP";
+  stack.normClass = "Gemma4RMSNorm";
+  stack.norm = NormKind::RmsUnitOffset;
+  stack.sandwichNorms = true;
+  stack.activation =
+      section ? readActivation(*section, "hidden_activation",
+                               "gelu_pytorch_tanh", stack.activationClass)
+              : ActivationKind::GeluTanh;
+  if (!section)
+    stack.activationClass = "GELUTanh";
+  if (section)
+    checkHeads(*section, "num_key_value_heads", heads, kvHeads);
+  AttentionSpec attention;
+  attention.numHeads = heads;
+  attention.numKvHeads = kvHeads;
+  attention.headDim = headDim;
+  attention.qkNorm = true;
+  attention.causal = false;
+  attention.scale = 1.0 / std::sqrt(double(headDim > 0 ? headDim : 1));
+  for (LayerSpec &layer : stack.layers)
+    layer.attention = attention;
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<mlir::ModuleOp> HFConfigImporter::import(StringRef symbolName) {
+  ConfigSection root = reader.root();
+  std::string modelType = root.requireString("model_type");
+  if (reader.hadError())
+    return nullptr;
+
+  ModelSpec spec;
+  spec.symbolName = symbolName.str();
+  spec.source = "hf:" + modelType;
+  spec.dtype = readDtype(root);
+  StringRef type = modelType;
+  if (type == "llama" || type == "mistral" || type == "qwen2" ||
+      type == "qwen3") {
+    readLlamaFamily(root, type, spec.text);
+  } else if (type == "gemma3_text" || type == "gemma4_text") {
+    readGemmaText(root, type == "gemma3_text" ? "Gemma3" : "Gemma4",
+                  spec.text);
+  } else if (type == "gemma3" || type == "gemma4") {
+    bool isGemma4 = type == "gemma4";
+    StringRef family = isGemma4 ? "Gemma4" : "Gemma3";
+    std::optional<ConfigSection> textConfig = root.section("text_config");
+    if (!textConfig) {
+      root.error("text_config") << "missing required key 'text_config' for "
+                                   "model_type '"
+                                << type << "'";
+      return nullptr;
+    }
+    readGemmaText(*textConfig, family, spec.text);
+    if (root.has("tie_word_embeddings"))
+      spec.text.tieEmbeddings = root.getBool("tie_word_embeddings", true);
+    spec.wrapperClass = (family + "ForConditionalGeneration").str();
+    spec.wrapperModelClass = (family + "Model").str();
+    spec.vision.emplace();
+    std::optional<ConfigSection> visionConfig = root.section("vision_config");
+    if (isGemma4)
+      readGemma4Vision(visionConfig, *spec.vision);
+    else
+      readSiglipVision(visionConfig, root, spec.text.stack.hidden,
+                       *spec.vision);
+  } else {
+    std::string supported;
+    llvm::raw_string_ostream os(supported);
+    llvm::interleaveComma(kSupportedModelTypes, os);
+    root.error("model_type") << "unsupported model_type '" << modelType
+                             << "' (supported: " << supported << ")";
+  }
+  if (reader.hadError())
+    return nullptr;
+  spec.defaultedKeys = reader.getDefaultedKeys();
+  spec.config = reader.getEffectiveConfig();
+  return buildModel(reader.getContext(), spec, reader.fileLoc());
+}
+
+/// A symbol name from the config's file name: "llama-3.1-8b.json" ->
+/// "llama_3_1_8b"; a file named config.json is named after its model type.
+static std::string symbolNameFor(StringRef filename) {
+  StringRef stem = llvm::sys::path::stem(filename);
+  if (stem.empty() || stem == "config" || stem == "-" || stem == "<stdin>")
+    stem = "model";
+  std::string name;
+  for (char c : stem)
+    name.push_back(llvm::isAlnum(c) ? c : '_');
+  return name;
+}
+
+OwningOpRef<mlir::ModuleOp> mlir::parc::importHFConfig(StringRef text,
+                                                       StringRef filename,
+                                                       MLIRContext *context) {
+  context->loadDialect<ParcDialect, func::FuncDialect>();
+  ConfigReader reader(context, filename, text);
+  if (failed(reader.parse()))
+    return nullptr;
+  OwningOpRef<mlir::ModuleOp> module =
+      HFConfigImporter(reader).import(symbolNameFor(filename));
+  if (module && failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+void mlir::parc::registerImportHFConfigTranslation() {
+  TranslateToMLIRRegistration registration(
+      "import-hf-config", "import a Hugging Face config.json as a parc.model",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        OwningOpRef<mlir::ModuleOp> module = importHFConfig(
+            buffer->getBuffer(), buffer->getBufferIdentifier(), context);
+        return OwningOpRef<Operation *>(module.release());
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<ParcDialect, func::FuncDialect>();
+      });
+}

@@ -1,0 +1,639 @@
+//===- ModelBuilder.cpp - parc IR for transformer families ----------------===//
+//
+// Module names, their order and their classes follow transformers' modeling
+// code, so that dotted paths equal named_modules() of the instantiated model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelBuilder.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::parc;
+
+namespace {
+
+/// A forward under construction: the module that owns it and a builder at the
+/// end of its body.
+struct Forward {
+  Operation *owner;
+  OpBuilder builder;
+  Block *entry;
+
+  Value arg(unsigned i) { return entry->getArgument(i); }
+};
+
+class ModelBuilder {
+public:
+  ModelBuilder(MLIRContext *context, Location loc, Type dtype)
+      : context(context), loc(loc), dtype(dtype), builder(context) {}
+
+  OwningOpRef<mlir::ModuleOp> build(const ModelSpec &spec);
+
+private:
+  // Structure.
+  NNModuleOp addModule(Operation *parent, StringRef name,
+                           StringRef className, ModuleKind kind);
+  ParamOp addParam(Operation *parent, StringRef name,
+                   ArrayRef<int64_t> shape);
+  NNModuleOp addLinear(Operation *parent, StringRef name, int64_t in,
+                           int64_t out, bool bias);
+  NNModuleOp addNorm(Operation *parent, StringRef name,
+                         StringRef className, int64_t size, NormKind kind);
+  NNModuleOp addLeaf(Operation *parent, StringRef name,
+                         StringRef className) {
+    return addModule(parent, name, className, ModuleKind::Leaf);
+  }
+
+  // Forward ops.
+  Forward beginForward(Operation *owner, TypeRange inputs, TypeRange results);
+  void endForward(Forward &fwd, ValueRange results);
+  SymbolRefAttr paramRef(Forward &fwd, Operation *module, StringRef name);
+  Value linear(Forward &fwd, Value input, NNModuleOp linear);
+  Value norm(Forward &fwd, Value input, NNModuleOp norm, NormKind kind,
+             double eps);
+  Value call(Forward &fwd, Operation *callee, ValueRange args, Type result);
+
+  // Transformer pieces.
+  NNModuleOp buildTextModel(Operation *parent, StringRef name,
+                                const TextModelSpec &spec,
+                                bool takesEmbeddings);
+  NNModuleOp buildLayerList(Operation *parent, const StackSpec &stack);
+  NNModuleOp buildLayer(Operation *parent, unsigned index,
+                            const StackSpec &stack, const LayerSpec &layer);
+  NNModuleOp buildAttention(Operation *parent, const StackSpec &stack,
+                                const AttentionSpec &attention);
+  NNModuleOp buildMlp(Operation *parent, const StackSpec &stack);
+  NNModuleOp buildSiglipTower(Operation *parent, const VisionSpec &spec);
+  NNModuleOp buildGemma4Tower(Operation *parent, const VisionSpec &spec);
+  NNModuleOp buildProjector(Operation *parent, const VisionSpec &spec,
+                                int64_t textHidden, NormKind textNorm);
+
+  /// A (batch, sequence, width) activation; batch and sequence are dynamic.
+  RankedTensorType activation(int64_t width, int64_t tokens =
+                                                 ShapedType::kDynamic) {
+    return RankedTensorType::get({ShapedType::kDynamic, tokens, width}, dtype);
+  }
+  RankedTensorType tokenIds() {
+    return RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                 builder.getI64Type());
+  }
+  /// The input of the vision tower: images for SigLIP, flattened patches for
+  /// Gemma 4.
+  RankedTensorType visionInput(const VisionSpec &spec) {
+    if (spec.style == VisionSpec::Style::Siglip)
+      return RankedTensorType::get({ShapedType::kDynamic, spec.channels,
+                                    spec.imageSize, spec.imageSize},
+                                   dtype);
+    return activation(spec.channels * spec.patchSize * spec.patchSize);
+  }
+  int64_t visionTokens(const VisionSpec &spec) {
+    if (spec.style != VisionSpec::Style::Siglip)
+      return ShapedType::kDynamic;
+    int64_t side = spec.imageSize / spec.patchSize;
+    return side * side;
+  }
+  int64_t pooledTokens(const VisionSpec &spec) {
+    int64_t tokens = visionTokens(spec);
+    return ShapedType::isDynamic(tokens)
+               ? tokens
+               : tokens / (spec.poolKernel * spec.poolKernel);
+  }
+
+  MLIRContext *context;
+  Location loc;
+  Type dtype;
+  OpBuilder builder;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+static Block *bodyOf(Operation *op) {
+  if (auto model = dyn_cast<ModelOp>(op))
+    return model.getBody();
+  return cast<NNModuleOp>(op).getBody();
+}
+
+NNModuleOp ModelBuilder::addModule(Operation *parent, StringRef name,
+                                       StringRef className, ModuleKind kind) {
+  OpBuilder::InsertionGuard guard(builder);
+  Block *body = bodyOf(parent);
+  // Keep forwards last so that modules appear in registration order.
+  auto it = body->end();
+  if (!body->empty() && isa<func::FuncOp>(body->back()))
+    it = Block::iterator(&body->back());
+  builder.setInsertionPoint(body, it);
+  return builder.create<NNModuleOp>(loc, name, className, kind);
+}
+
+ParamOp ModelBuilder::addParam(Operation *parent, StringRef name,
+                               ArrayRef<int64_t> shape) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(bodyOf(parent));
+  return builder.create<ParamOp>(loc, name,
+                                 RankedTensorType::get(shape, dtype));
+}
+
+NNModuleOp ModelBuilder::addLinear(Operation *parent, StringRef name,
+                                       int64_t in, int64_t out, bool bias) {
+  NNModuleOp linear = addLeaf(parent, name, "Linear");
+  addParam(linear, "weight", {out, in});
+  if (bias)
+    addParam(linear, "bias", {out});
+  return linear;
+}
+
+NNModuleOp ModelBuilder::addNorm(Operation *parent, StringRef name,
+                                     StringRef className, int64_t size,
+                                     NormKind kind) {
+  NNModuleOp norm = addLeaf(parent, name, className);
+  addParam(norm, "weight", {size});
+  if (kind == NormKind::Layer)
+    addParam(norm, "bias", {size});
+  return norm;
+}
+
+//===----------------------------------------------------------------------===//
+// Forward ops
+//===----------------------------------------------------------------------===//
+
+Forward ModelBuilder::beginForward(Operation *owner, TypeRange inputs,
+                                   TypeRange results) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(bodyOf(owner));
+  auto func = builder.create<func::FuncOp>(
+      loc, "forward", builder.getFunctionType(inputs, results));
+  Block *entry = func.addEntryBlock();
+  OpBuilder body(context);
+  body.setInsertionPointToEnd(entry);
+  return Forward{owner, body, entry};
+}
+
+void ModelBuilder::endForward(Forward &fwd, ValueRange results) {
+  fwd.builder.create<func::ReturnOp>(loc, results);
+}
+
+SymbolRefAttr ModelBuilder::paramRef(Forward &fwd, Operation *module,
+                                     StringRef name) {
+  Operation *param = SymbolTable::lookupSymbolIn(module, name);
+  assert(param && "parameter was created with the module");
+  return getRelativeRef(fwd.owner, param);
+}
+
+Value ModelBuilder::linear(Forward &fwd, Value input, NNModuleOp linear) {
+  auto weight = cast<ParamOp>(SymbolTable::lookupSymbolIn(linear, "weight"));
+  auto inputType = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> shape(inputType.getShape());
+  shape.back() = weight.getTensorType().getDimSize(0);
+  SymbolRefAttr bias;
+  if (SymbolTable::lookupSymbolIn(linear, "bias"))
+    bias = paramRef(fwd, linear, "bias");
+  return fwd.builder.create<LinearOp>(
+      loc, RankedTensorType::get(shape, dtype), input,
+      paramRef(fwd, linear, "weight"), bias);
+}
+
+Value ModelBuilder::norm(Forward &fwd, Value input, NNModuleOp norm,
+                         NormKind kind, double eps) {
+  FloatAttr epsAttr = fwd.builder.getF64FloatAttr(eps);
+  if (kind == NormKind::Layer)
+    return fwd.builder.create<LayerNormOp>(
+        loc, input.getType(), input, paramRef(fwd, norm, "weight"),
+        paramRef(fwd, norm, "bias"), epsAttr);
+  return fwd.builder.create<RmsNormOp>(
+      loc, input.getType(), input, paramRef(fwd, norm, "weight"), epsAttr,
+      kind == NormKind::RmsUnitOffset ? fwd.builder.getUnitAttr() : UnitAttr());
+}
+
+Value ModelBuilder::call(Forward &fwd, Operation *callee, ValueRange args,
+                         Type result) {
+  return fwd.builder
+      .create<CallOp>(loc, TypeRange{result}, getRelativeRef(fwd.owner, callee),
+                      args)
+      .getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Decoder and encoder stacks
+//===----------------------------------------------------------------------===//
+
+NNModuleOp ModelBuilder::buildAttention(Operation *parent,
+                                            const StackSpec &stack,
+                                            const AttentionSpec &spec) {
+  int64_t hidden = stack.hidden;
+  int64_t qWidth = spec.numHeads * spec.headDim;
+  int64_t kvWidth = spec.numKvHeads * spec.headDim;
+  NNModuleOp attn = addModule(parent, "self_attn", stack.attentionClass,
+                                  ModuleKind::Composite);
+  NNModuleOp q, k, v, o, qNorm, kNorm;
+  if (stack.siglipLayout) {
+    k = addLinear(attn, "k_proj", hidden, kvWidth, spec.qkvBias);
+    v = addLinear(attn, "v_proj", hidden, kvWidth, spec.qkvBias);
+    q = addLinear(attn, "q_proj", hidden, qWidth, spec.qkvBias);
+    o = addLinear(attn, "out_proj", qWidth, hidden, spec.outBias);
+  } else {
+    q = addLinear(attn, "q_proj", hidden, qWidth, spec.qkvBias);
+    k = addLinear(attn, "k_proj", hidden, kvWidth, spec.qkvBias);
+    if (!spec.kEqV)
+      v = addLinear(attn, "v_proj", hidden, kvWidth, spec.qkvBias);
+    o = addLinear(attn, "o_proj", qWidth, hidden, spec.outBias);
+  }
+  if (spec.qkNorm) {
+    qNorm = addNorm(attn, "q_norm", stack.normClass, spec.headDim, stack.norm);
+    kNorm = addNorm(attn, "k_norm", stack.normClass, spec.headDim, stack.norm);
+  }
+
+  Forward fwd = beginForward(attn, activation(hidden), activation(hidden));
+  OpBuilder &b = fwd.builder;
+  Value x = fwd.arg(0);
+  Value query = linear(fwd, x, q);
+  Value key = linear(fwd, x, k);
+  Value value = spec.kEqV ? key : linear(fwd, x, v);
+  if (spec.qkNorm) {
+    query = norm(fwd, query, qNorm, stack.norm, stack.normEps);
+    key = norm(fwd, key, kNorm, stack.norm, stack.normEps);
+  }
+  if (spec.ropeTheta) {
+    auto rope = [&](Value input) -> Value {
+      return b.create<RopeOp>(loc, input.getType(), input,
+                              b.getI64IntegerAttr(spec.headDim),
+                              b.getF64FloatAttr(*spec.ropeTheta),
+                              spec.ropeScaling);
+    };
+    query = rope(query);
+    key = rope(key);
+  }
+  auto attention = b.create<AttentionOp>(
+      loc, activation(qWidth), query, key, value,
+      b.getI64IntegerAttr(spec.numHeads), b.getI64IntegerAttr(spec.numKvHeads),
+      b.getI64IntegerAttr(spec.headDim), b.getF64FloatAttr(spec.scale),
+      spec.causal ? b.getUnitAttr() : UnitAttr(),
+      spec.slidingWindow ? b.getI64IntegerAttr(*spec.slidingWindow)
+                         : IntegerAttr(),
+      spec.logitSoftcap ? b.getF64FloatAttr(*spec.logitSoftcap) : FloatAttr(),
+      spec.kEqV ? b.getUnitAttr() : UnitAttr());
+  endForward(fwd, linear(fwd, attention, o));
+  return attn;
+}
+
+NNModuleOp ModelBuilder::buildMlp(Operation *parent,
+                                      const StackSpec &stack) {
+  NNModuleOp mlp =
+      addModule(parent, "mlp", stack.mlpClass, ModuleKind::Composite);
+  int64_t hidden = stack.hidden, inner = stack.intermediate;
+  auto act = ActivationKindAttr::get(context, stack.activation);
+  if (stack.siglipLayout) {
+    addLeaf(mlp, "activation_fn", stack.activationClass);
+    NNModuleOp fc1 = addLinear(mlp, "fc1", hidden, inner, stack.mlpBias);
+    NNModuleOp fc2 = addLinear(mlp, "fc2", inner, hidden, stack.mlpBias);
+    Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
+    Value h = linear(fwd, fwd.arg(0), fc1);
+    h = fwd.builder.create<ActivationOp>(loc, h.getType(), act, h);
+    endForward(fwd, linear(fwd, h, fc2));
+    return mlp;
+  }
+  NNModuleOp gate =
+      addLinear(mlp, "gate_proj", hidden, inner, stack.mlpBias);
+  NNModuleOp up = addLinear(mlp, "up_proj", hidden, inner, stack.mlpBias);
+  NNModuleOp down =
+      addLinear(mlp, "down_proj", inner, hidden, stack.mlpBias);
+  addLeaf(mlp, "act_fn", stack.activationClass);
+  Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
+  Value g = linear(fwd, fwd.arg(0), gate);
+  g = fwd.builder.create<ActivationOp>(loc, g.getType(), act, g);
+  Value u = linear(fwd, fwd.arg(0), up);
+  Value h = fwd.builder.create<MulOp>(loc, g, u);
+  endForward(fwd, linear(fwd, h, down));
+  return mlp;
+}
+
+NNModuleOp ModelBuilder::buildLayer(Operation *parent, unsigned index,
+                                        const StackSpec &stack,
+                                        const LayerSpec &layer) {
+  NNModuleOp module = addModule(parent, std::to_string(index),
+                                    stack.layerClass, ModuleKind::Composite);
+  if (!layer.layerType.empty())
+    module->setAttr("layer_type", builder.getStringAttr(layer.layerType));
+  int64_t hidden = stack.hidden;
+  auto addStackNorm = [&](StringRef name) {
+    return addNorm(module, name, stack.normClass, hidden, stack.norm);
+  };
+
+  NNModuleOp inputNorm, attn, postAttnNorm, mlp, preFfnNorm, postFfnNorm;
+  if (stack.siglipLayout) {
+    inputNorm = addStackNorm("layer_norm1");
+    attn = buildAttention(module, stack, layer.attention);
+    preFfnNorm = addStackNorm("layer_norm2");
+    mlp = buildMlp(module, stack);
+  } else {
+    attn = buildAttention(module, stack, layer.attention);
+    mlp = buildMlp(module, stack);
+    inputNorm = addStackNorm("input_layernorm");
+    postAttnNorm = addStackNorm("post_attention_layernorm");
+    if (stack.sandwichNorms) {
+      preFfnNorm = addStackNorm("pre_feedforward_layernorm");
+      postFfnNorm = addStackNorm("post_feedforward_layernorm");
+    } else {
+      // Llama-style layers normalise the MLP input with
+      // post_attention_layernorm.
+      preFfnNorm = postAttnNorm;
+      postAttnNorm = nullptr;
+    }
+  }
+
+  Forward fwd = beginForward(module, activation(hidden), activation(hidden));
+  OpBuilder &b = fwd.builder;
+  Value residual = fwd.arg(0);
+  Value h = norm(fwd, residual, inputNorm, stack.norm, stack.normEps);
+  h = call(fwd, attn, h, activation(hidden));
+  if (postAttnNorm)
+    h = norm(fwd, h, postAttnNorm, stack.norm, stack.normEps);
+  residual = b.create<AddOp>(loc, residual, h);
+  h = norm(fwd, residual, preFfnNorm, stack.norm, stack.normEps);
+  h = call(fwd, mlp, h, activation(hidden));
+  if (postFfnNorm)
+    h = norm(fwd, h, postFfnNorm, stack.norm, stack.normEps);
+  endForward(fwd, Value(b.create<AddOp>(loc, residual, h)));
+  return module;
+}
+
+NNModuleOp ModelBuilder::buildLayerList(Operation *parent,
+                                            const StackSpec &stack) {
+  NNModuleOp layers =
+      addModule(parent, "layers", "ModuleList", ModuleKind::List);
+  for (auto [index, layer] : llvm::enumerate(stack.layers))
+    buildLayer(layers, index, stack, layer);
+  return layers;
+}
+
+/// Emits the calls of every layer of `layers` in order.
+static Value callLayers(Forward &fwd, NNModuleOp layers, Value x,
+                        Location loc) {
+  for (NNModuleOp layer : layers.getBody()->getOps<NNModuleOp>())
+    x = fwd.builder
+            .create<CallOp>(loc, TypeRange{x.getType()},
+                            getRelativeRef(fwd.owner, layer), x)
+            .getResult(0);
+  return x;
+}
+
+NNModuleOp ModelBuilder::buildTextModel(Operation *parent, StringRef name,
+                                            const TextModelSpec &spec,
+                                            bool takesEmbeddings) {
+  const StackSpec &stack = spec.stack;
+  NNModuleOp model =
+      addModule(parent, name, spec.modelClass, ModuleKind::Composite);
+  NNModuleOp embed = addLeaf(model, "embed_tokens", spec.embeddingClass);
+  addParam(embed, "weight", {spec.vocab, stack.hidden});
+  NNModuleOp layers = buildLayerList(model, stack);
+  NNModuleOp finalNorm =
+      addNorm(model, "norm", stack.normClass, stack.hidden, stack.norm);
+  addLeaf(model, "rotary_emb", spec.rotaryClass);
+
+  Type input = takesEmbeddings ? Type(activation(stack.hidden)) : tokenIds();
+  Forward fwd = beginForward(model, input, activation(stack.hidden));
+  Value x = fwd.arg(0);
+  if (!takesEmbeddings)
+    x = fwd.builder.create<EmbeddingOp>(
+        loc, activation(stack.hidden), x, paramRef(fwd, embed, "weight"),
+        spec.embedScale ? fwd.builder.getF64FloatAttr(*spec.embedScale)
+                        : FloatAttr());
+  x = callLayers(fwd, layers, x, loc);
+  endForward(fwd, norm(fwd, x, finalNorm, stack.norm, stack.normEps));
+  return model;
+}
+
+//===----------------------------------------------------------------------===//
+// Vision towers and projectors
+//===----------------------------------------------------------------------===//
+
+NNModuleOp ModelBuilder::buildSiglipTower(Operation *parent,
+                                              const VisionSpec &spec) {
+  const StackSpec &stack = spec.stack;
+  int64_t hidden = stack.hidden, tokens = visionTokens(spec);
+  NNModuleOp tower = addModule(parent, "vision_tower", spec.towerClass,
+                                   ModuleKind::Composite);
+  NNModuleOp transformer = addModule(
+      tower, "vision_model", "SiglipVisionTransformer", ModuleKind::Composite);
+  NNModuleOp embeddings = addModule(
+      transformer, "embeddings", "SiglipVisionEmbeddings", ModuleKind::Composite);
+  NNModuleOp patch = addLeaf(embeddings, "patch_embedding", "Conv2d");
+  addParam(patch, "weight",
+           {hidden, spec.channels, spec.patchSize, spec.patchSize});
+  addParam(patch, "bias", {hidden});
+  NNModuleOp positions =
+      addLeaf(embeddings, "position_embedding", "Embedding");
+  addParam(positions, "weight", {tokens, hidden});
+  NNModuleOp encoder =
+      addModule(transformer, "encoder", "SiglipEncoder", ModuleKind::Composite);
+  NNModuleOp layers = buildLayerList(encoder, stack);
+  NNModuleOp postNorm = addNorm(transformer, "post_layernorm", "LayerNorm",
+                                    hidden, NormKind::Layer);
+
+  Forward embedFwd = beginForward(embeddings, visionInput(spec),
+                                  activation(hidden, tokens));
+  Value x = embedFwd.builder.create<PatchEmbeddingOp>(
+      loc, activation(hidden, tokens), embedFwd.arg(0),
+      paramRef(embedFwd, patch, "weight"), paramRef(embedFwd, patch, "bias"));
+  endForward(embedFwd, Value(embedFwd.builder.create<PositionEmbeddingOp>(
+                           loc, x.getType(), x,
+                           paramRef(embedFwd, positions, "weight"))));
+
+  Forward encoderFwd = beginForward(encoder, activation(hidden, tokens),
+                                    activation(hidden, tokens));
+  endForward(encoderFwd, callLayers(encoderFwd, layers, encoderFwd.arg(0), loc));
+
+  Forward vitFwd = beginForward(transformer, visionInput(spec),
+                                activation(hidden, tokens));
+  x = call(vitFwd, embeddings, vitFwd.arg(0), activation(hidden, tokens));
+  x = call(vitFwd, encoder, x, activation(hidden, tokens));
+  endForward(vitFwd, norm(vitFwd, x, postNorm, NormKind::Layer, stack.normEps));
+
+  Forward towerFwd =
+      beginForward(tower, visionInput(spec), activation(hidden, tokens));
+  endForward(towerFwd, call(towerFwd, transformer, towerFwd.arg(0),
+                            activation(hidden, tokens)));
+  return tower;
+}
+
+NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
+                                              const VisionSpec &spec) {
+  const StackSpec &stack = spec.stack;
+  int64_t hidden = stack.hidden;
+  NNModuleOp tower = addModule(parent, "vision_tower", spec.towerClass,
+                                   ModuleKind::Composite);
+  NNModuleOp embedder =
+      addModule(tower, "patch_embedder", "Gemma4VisionPatchEmbedder",
+                ModuleKind::Composite);
+  NNModuleOp inputProj =
+      addLinear(embedder, "input_proj",
+                spec.channels * spec.patchSize * spec.patchSize, hidden,
+                /*bias=*/false);
+  NNModuleOp positions =
+      addLeaf(embedder, "position_embedding", "Embedding");
+  addParam(positions, "weight", {spec.numPositions, hidden});
+  NNModuleOp encoder = addModule(tower, "encoder", "Gemma4VisionEncoder",
+                                     ModuleKind::Composite);
+  NNModuleOp layers = buildLayerList(encoder, stack);
+  addLeaf(tower, "pooler", "Gemma4VisionPooler");
+
+  Forward embedFwd =
+      beginForward(embedder, visionInput(spec), activation(hidden));
+  Value x = linear(embedFwd, embedFwd.arg(0), inputProj);
+  endForward(embedFwd, Value(embedFwd.builder.create<PositionEmbeddingOp>(
+                           loc, x.getType(), x,
+                           paramRef(embedFwd, positions, "weight"))));
+
+  Forward encoderFwd =
+      beginForward(encoder, activation(hidden), activation(hidden));
+  endForward(encoderFwd, callLayers(encoderFwd, layers, encoderFwd.arg(0), loc));
+
+  Forward towerFwd = beginForward(tower, visionInput(spec), activation(hidden));
+  x = call(towerFwd, embedder, towerFwd.arg(0), activation(hidden));
+  x = call(towerFwd, encoder, x, activation(hidden));
+  x = towerFwd.builder.create<AvgPoolTokensOp>(
+      loc, activation(hidden), x,
+      towerFwd.builder.getI64IntegerAttr(spec.poolKernel));
+  endForward(towerFwd, x);
+  return tower;
+}
+
+NNModuleOp ModelBuilder::buildProjector(Operation *parent,
+                                            const VisionSpec &spec,
+                                            int64_t textHidden,
+                                            NormKind textNorm) {
+  int64_t visionHidden = spec.stack.hidden;
+  NNModuleOp projector = addModule(parent, spec.projectorName,
+                                       spec.projectorClass,
+                                       ModuleKind::Composite);
+  if (spec.style == VisionSpec::Style::Gemma4) {
+    NNModuleOp proj = addLinear(projector, "embedding_projection",
+                                    visionHidden, textHidden, /*bias=*/false);
+    Forward fwd = beginForward(projector, activation(visionHidden),
+                               activation(textHidden));
+    endForward(fwd, linear(fwd, fwd.arg(0), proj));
+    return projector;
+  }
+  // Gemma 3: pool the patch grid, normalise, project with a raw weight.
+  addParam(projector, "mm_input_projection_weight", {visionHidden, textHidden});
+  NNModuleOp softNorm = addNorm(projector, "mm_soft_emb_norm",
+                                    "Gemma3RMSNorm", visionHidden, textNorm);
+  addLeaf(projector, "avg_pool", "AvgPool2d");
+  int64_t tokens = visionTokens(spec), pooled = pooledTokens(spec);
+  Forward fwd = beginForward(projector, activation(visionHidden, tokens),
+                             activation(textHidden, pooled));
+  Value x = fwd.builder.create<AvgPoolTokensOp>(
+      loc, activation(visionHidden, pooled), fwd.arg(0),
+      fwd.builder.getI64IntegerAttr(spec.poolKernel));
+  x = norm(fwd, x, softNorm, textNorm, spec.stack.normEps);
+  x = fwd.builder.create<MatmulOp>(
+      loc, activation(textHidden, pooled), x,
+      paramRef(fwd, projector, "mm_input_projection_weight"));
+  endForward(fwd, x);
+  return projector;
+}
+
+//===----------------------------------------------------------------------===//
+// The whole model
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
+  OwningOpRef<mlir::ModuleOp> top = mlir::ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(top->getBody());
+  const TextModelSpec &text = spec.text;
+  int64_t hidden = text.stack.hidden;
+  auto model = builder.create<ModelOp>(
+      loc, spec.symbolName,
+      spec.vision ? spec.wrapperClass : text.causalLMClass);
+  model->setAttr("parc.source", builder.getStringAttr(spec.source));
+  model->setAttr("parc.hf_config", spec.config);
+  SmallVector<StringRef> defaulted(spec.defaultedKeys.begin(),
+                                   spec.defaultedKeys.end());
+  model->setAttr("parc.defaulted_keys", builder.getStrArrayAttr(defaulted));
+
+  Operation *embedOwner;
+  NNModuleOp inner;
+  if (spec.vision) {
+    const VisionSpec &vision = *spec.vision;
+    inner = addModule(model, "model", spec.wrapperModelClass,
+                      ModuleKind::Composite);
+    NNModuleOp tower = vision.style == VisionSpec::Style::Siglip
+                               ? buildSiglipTower(inner, vision)
+                               : buildGemma4Tower(inner, vision);
+    // transformers 5 registers language_model after the vision modules.
+    NNModuleOp projector =
+        buildProjector(inner, vision, hidden, text.stack.norm);
+    NNModuleOp language =
+        buildTextModel(inner, "language_model", text, /*takesEmbeddings=*/true);
+    embedOwner = SymbolTable::lookupSymbolIn(language, "embed_tokens");
+
+    int64_t towerTokens = vision.style == VisionSpec::Style::Siglip
+                              ? visionTokens(vision)
+                              : ShapedType::kDynamic;
+    Forward fwd = beginForward(inner, {tokenIds(), visionInput(vision)},
+                               activation(hidden));
+    Value embeds = fwd.builder.create<EmbeddingOp>(
+        loc, activation(hidden), fwd.arg(0),
+        paramRef(fwd, embedOwner, "weight"),
+        text.embedScale ? fwd.builder.getF64FloatAttr(*text.embedScale)
+                        : FloatAttr());
+    Value image = call(fwd, tower, fwd.arg(1),
+                       activation(vision.stack.hidden, towerTokens));
+    image = call(fwd, projector, image,
+                 activation(hidden, vision.style == VisionSpec::Style::Siglip
+                                        ? pooledTokens(vision)
+                                        : ShapedType::kDynamic));
+    Value merged =
+        fwd.builder.create<MergeImageFeaturesOp>(loc, embeds, image);
+    endForward(fwd, call(fwd, language, merged, activation(hidden)));
+  } else {
+    inner = buildTextModel(model, "model", text, /*takesEmbeddings=*/false);
+    embedOwner = SymbolTable::lookupSymbolIn(inner, "embed_tokens");
+  }
+  NNModuleOp lmHead =
+      addLinear(model, "lm_head", hidden, text.vocab, /*bias=*/false);
+
+  SmallVector<Type> inputs{tokenIds()};
+  if (spec.vision)
+    inputs.push_back(visionInput(*spec.vision));
+  inputs.push_back(tokenIds());
+  auto lossType = RankedTensorType::get({}, builder.getF32Type());
+  Forward fwd = beginForward(model, inputs, lossType);
+  SmallVector<Value> modelArgs(fwd.entry->getArguments().drop_back());
+  Value h = fwd.builder
+                .create<CallOp>(loc, TypeRange{activation(hidden)},
+                                getRelativeRef(model, inner), modelArgs)
+                .getResult(0);
+  Value logits = linear(fwd, h, lmHead);
+  if (text.finalSoftcap)
+    logits = fwd.builder.create<SoftcapOp>(
+        loc, logits.getType(), logits,
+        fwd.builder.getF64FloatAttr(*text.finalSoftcap));
+  endForward(fwd, Value(fwd.builder.create<CrossEntropyOp>(
+                      loc, lossType, logits, fwd.entry->getArguments().back())));
+
+  if (text.tieEmbeddings) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(model.getBody());
+    Operation *embedWeight = SymbolTable::lookupSymbolIn(embedOwner, "weight");
+    Operation *headWeight = SymbolTable::lookupSymbolIn(lmHead, "weight");
+    builder.create<TieOp>(
+        loc, builder.getArrayAttr({getRelativeRef(model, embedWeight),
+                                   getRelativeRef(model, headWeight)}));
+  }
+  return top;
+}
+
+OwningOpRef<mlir::ModuleOp> mlir::parc::buildModel(MLIRContext *context,
+                                                   const ModelSpec &spec,
+                                                   Location loc) {
+  return ModelBuilder(context, loc, spec.dtype).build(spec);
+}

@@ -1,0 +1,16 @@
+//===- parc-translate.cpp - parc's mlir-translate -------------------------===//
+//
+// Translates between parc IR and the formats around it: Hugging Face
+// config.json in (--import-hf-config).
+//
+//===----------------------------------------------------------------------===//
+
+#include "parc/Import/HFConfig.h"
+
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+
+int main(int argc, char **argv) {
+  mlir::parc::registerImportHFConfigTranslation();
+  return mlir::failed(
+      mlir::mlirTranslateMain(argc, argv, "parc translation driver\n"));
+}
