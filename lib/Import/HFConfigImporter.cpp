@@ -2,9 +2,10 @@
 //
 // Each family reads its config with the defaults of its transformers config
 // class and fills in a ModelSpec; ModelBuilder does the rest. The keys that
-// fix a model's architecture (hidden_size, intermediate_size,
-// num_hidden_layers, num_attention_heads) are required: a default there would
-// plan a different model than the user has, silently.
+// fix a model's size (hidden_size, intermediate_size, num_hidden_layers) are
+// required: a default there would plan a different model than the user has,
+// silently. Real configs do omit num_attention_heads (Gemma 3's text_config),
+// so it takes its class default like every other key, and is listed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,7 +53,8 @@ public:
 private:
   Type readDtype(const ConfigSection &config);
   DecoderShape readDecoderShape(const ConfigSection &config,
-                                int64_t defaultVocab,
+                                int64_t defaultVocab, int64_t defaultHeads,
+                                std::optional<int64_t> defaultKvHeads,
                                 std::optional<int64_t> defaultHeadDim);
   ActivationKind readActivation(const ConfigSection &config, StringRef key,
                                 StringRef defaultValue,
@@ -119,15 +121,17 @@ void HFConfigImporter::checkHeads(const ConfigSection &config,
 
 DecoderShape
 HFConfigImporter::readDecoderShape(const ConfigSection &config,
-                                   int64_t defaultVocab,
+                                   int64_t defaultVocab, int64_t defaultHeads,
+                                   std::optional<int64_t> defaultKvHeads,
                                    std::optional<int64_t> defaultHeadDim) {
   DecoderShape shape;
   shape.vocab = config.getInt("vocab_size", defaultVocab);
   shape.hidden = config.requireInt("hidden_size");
   shape.intermediate = config.requireInt("intermediate_size");
   shape.layers = config.requireInt("num_hidden_layers");
-  shape.heads = config.requireInt("num_attention_heads");
-  shape.kvHeads = config.getInt("num_key_value_heads", shape.heads);
+  shape.heads = config.getInt("num_attention_heads", defaultHeads);
+  shape.kvHeads =
+      config.getInt("num_key_value_heads", defaultKvHeads.value_or(shape.heads));
   for (auto [key, value] :
        {std::pair<StringRef, int64_t>{"vocab_size", shape.vocab},
         {"hidden_size", shape.hidden},
@@ -199,9 +203,9 @@ DictionaryAttr HFConfigImporter::readRopeScaling(const ConfigSection &config) {
   Builder b(reader.getContext());
   NamedAttrList entries;
   for (const auto &[key, value] : *object) {
-    if (std::optional<int64_t> i = value.getAsInteger())
-      entries.set(key, b.getI64IntegerAttr(*i));
-    else if (std::optional<double> d = value.getAsNumber())
+    // JSON does not tell 8 from 8.0 once parsed; rope parameters are read as
+    // reals by every rope implementation, so keep them all f64.
+    if (std::optional<double> d = value.getAsNumber())
       entries.set(key, b.getF64FloatAttr(*d));
     else if (std::optional<StringRef> s = value.getAsString())
       entries.set(key, b.getStringAttr(*s));
@@ -247,7 +251,8 @@ void HFConfigImporter::readLlamaFamily(const ConfigSection &config,
   // Defaults of LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config.
   int64_t defaultVocab = isQwen ? 151936 : 32000;
   DecoderShape shape = readDecoderShape(
-      config, defaultVocab,
+      config, defaultVocab, /*defaultHeads=*/32,
+      /*defaultKvHeads=*/isQwen3 ? std::optional<int64_t>(32) : std::nullopt,
       isQwen3 ? std::optional<int64_t>(128) : std::nullopt);
   StringRef prefix = llvm::StringSwitch<StringRef>(modelType)
                          .Case("llama", "Llama")
@@ -328,7 +333,9 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
                                      StringRef family, TextModelSpec &text) {
   bool isGemma4 = family == "Gemma4";
   // Defaults of Gemma3TextConfig; Gemma4TextConfig shares them.
-  DecoderShape shape = readDecoderShape(config, 262208, /*headDim=*/256);
+  DecoderShape shape = readDecoderShape(config, 262208, /*defaultHeads=*/8,
+                                        /*defaultKvHeads=*/4,
+                                        /*defaultHeadDim=*/256);
   std::string textPrefix = isGemma4 ? "Gemma4Text" : "Gemma3";
   text.causalLMClass = (family + "ForCausalLM").str();
   text.modelClass = (family + "TextModel").str();
@@ -360,6 +367,8 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
   checkPositive(config, "sliding_window", window);
   double globalTheta = config.getFloat("rope_theta", 1000000.0);
   double localTheta = config.getFloat("rope_local_base_freq", 10000.0);
+  // rope_scaling stretches the global (full-attention) rope only.
+  DictionaryAttr globalScaling = readRopeScaling(config);
   std::optional<double> queryScalar =
       config.getOptionalFloat("query_pre_attn_scalar", std::nullopt);
 
@@ -412,6 +421,8 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
     attention.scale =
         1.0 / std::sqrt(queryScalar.value_or(double(attention.headDim)));
     attention.ropeTheta = full ? globalTheta : localTheta;
+    if (full)
+      attention.ropeScaling = globalScaling;
     if (!full)
       attention.slidingWindow = window;
     stack.layers.push_back(LayerSpec{type, attention});

@@ -91,17 +91,13 @@ private:
                                    dtype);
     return activation(spec.channels * spec.patchSize * spec.patchSize);
   }
+  /// Patches per image; token dimensions of activations stay dynamic so that
+  /// one layer forward serves every image size.
   int64_t visionTokens(const VisionSpec &spec) {
     if (spec.style != VisionSpec::Style::Siglip)
       return ShapedType::kDynamic;
     int64_t side = spec.imageSize / spec.patchSize;
     return side * side;
-  }
-  int64_t pooledTokens(const VisionSpec &spec) {
-    int64_t tokens = visionTokens(spec);
-    return ShapedType::isDynamic(tokens)
-               ? tokens
-               : tokens / (spec.poolKernel * spec.poolKernel);
   }
 
   MLIRContext *context;
@@ -131,14 +127,14 @@ NNModuleOp ModelBuilder::addModule(Operation *parent, StringRef name,
   if (!body->empty() && isa<func::FuncOp>(body->back()))
     it = Block::iterator(&body->back());
   builder.setInsertionPoint(body, it);
-  return builder.create<NNModuleOp>(loc, name, className, kind);
+  return NNModuleOp::create(builder, loc, name, className, kind);
 }
 
 ParamOp ModelBuilder::addParam(Operation *parent, StringRef name,
                                ArrayRef<int64_t> shape) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(bodyOf(parent));
-  return builder.create<ParamOp>(loc, name,
+  return ParamOp::create(builder, loc, name,
                                  RankedTensorType::get(shape, dtype));
 }
 
@@ -169,8 +165,7 @@ Forward ModelBuilder::beginForward(Operation *owner, TypeRange inputs,
                                    TypeRange results) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(bodyOf(owner));
-  auto func = builder.create<func::FuncOp>(
-      loc, "forward", builder.getFunctionType(inputs, results));
+  auto func = func::FuncOp::create(builder, loc, "forward", builder.getFunctionType(inputs, results));
   Block *entry = func.addEntryBlock();
   OpBuilder body(context);
   body.setInsertionPointToEnd(entry);
@@ -178,7 +173,7 @@ Forward ModelBuilder::beginForward(Operation *owner, TypeRange inputs,
 }
 
 void ModelBuilder::endForward(Forward &fwd, ValueRange results) {
-  fwd.builder.create<func::ReturnOp>(loc, results);
+  func::ReturnOp::create(fwd.builder, loc, results);
 }
 
 SymbolRefAttr ModelBuilder::paramRef(Forward &fwd, Operation *module,
@@ -196,8 +191,7 @@ Value ModelBuilder::linear(Forward &fwd, Value input, NNModuleOp linear) {
   SymbolRefAttr bias;
   if (SymbolTable::lookupSymbolIn(linear, "bias"))
     bias = paramRef(fwd, linear, "bias");
-  return fwd.builder.create<LinearOp>(
-      loc, RankedTensorType::get(shape, dtype), input,
+  return LinearOp::create(fwd.builder, loc, RankedTensorType::get(shape, dtype), input,
       paramRef(fwd, linear, "weight"), bias);
 }
 
@@ -205,18 +199,15 @@ Value ModelBuilder::norm(Forward &fwd, Value input, NNModuleOp norm,
                          NormKind kind, double eps) {
   FloatAttr epsAttr = fwd.builder.getF64FloatAttr(eps);
   if (kind == NormKind::Layer)
-    return fwd.builder.create<LayerNormOp>(
-        loc, input.getType(), input, paramRef(fwd, norm, "weight"),
+    return LayerNormOp::create(fwd.builder, loc, input.getType(), input, paramRef(fwd, norm, "weight"),
         paramRef(fwd, norm, "bias"), epsAttr);
-  return fwd.builder.create<RmsNormOp>(
-      loc, input.getType(), input, paramRef(fwd, norm, "weight"), epsAttr,
+  return RmsNormOp::create(fwd.builder, loc, input.getType(), input, paramRef(fwd, norm, "weight"), epsAttr,
       kind == NormKind::RmsUnitOffset ? fwd.builder.getUnitAttr() : UnitAttr());
 }
 
 Value ModelBuilder::call(Forward &fwd, Operation *callee, ValueRange args,
                          Type result) {
-  return fwd.builder
-      .create<CallOp>(loc, TypeRange{result}, getRelativeRef(fwd.owner, callee),
+  return CallOp::create(fwd.builder, loc, TypeRange{result}, getRelativeRef(fwd.owner, callee),
                       args)
       .getResult(0);
 }
@@ -263,7 +254,7 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
   }
   if (spec.ropeTheta) {
     auto rope = [&](Value input) -> Value {
-      return b.create<RopeOp>(loc, input.getType(), input,
+      return RopeOp::create(b, loc, input.getType(), input,
                               b.getI64IntegerAttr(spec.headDim),
                               b.getF64FloatAttr(*spec.ropeTheta),
                               spec.ropeScaling);
@@ -271,8 +262,7 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
     query = rope(query);
     key = rope(key);
   }
-  auto attention = b.create<AttentionOp>(
-      loc, activation(qWidth), query, key, value,
+  auto attention = AttentionOp::create(b, loc, activation(qWidth), query, key, value,
       b.getI64IntegerAttr(spec.numHeads), b.getI64IntegerAttr(spec.numKvHeads),
       b.getI64IntegerAttr(spec.headDim), b.getF64FloatAttr(spec.scale),
       spec.causal ? b.getUnitAttr() : UnitAttr(),
@@ -296,7 +286,7 @@ NNModuleOp ModelBuilder::buildMlp(Operation *parent,
     NNModuleOp fc2 = addLinear(mlp, "fc2", inner, hidden, stack.mlpBias);
     Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
     Value h = linear(fwd, fwd.arg(0), fc1);
-    h = fwd.builder.create<ActivationOp>(loc, h.getType(), act, h);
+    h = ActivationOp::create(fwd.builder, loc, h.getType(), act, h);
     endForward(fwd, linear(fwd, h, fc2));
     return mlp;
   }
@@ -308,9 +298,9 @@ NNModuleOp ModelBuilder::buildMlp(Operation *parent,
   addLeaf(mlp, "act_fn", stack.activationClass);
   Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
   Value g = linear(fwd, fwd.arg(0), gate);
-  g = fwd.builder.create<ActivationOp>(loc, g.getType(), act, g);
+  g = ActivationOp::create(fwd.builder, loc, g.getType(), act, g);
   Value u = linear(fwd, fwd.arg(0), up);
-  Value h = fwd.builder.create<MulOp>(loc, g, u);
+  Value h = MulOp::create(fwd.builder, loc, g, u);
   endForward(fwd, linear(fwd, h, down));
   return mlp;
 }
@@ -356,12 +346,12 @@ NNModuleOp ModelBuilder::buildLayer(Operation *parent, unsigned index,
   h = call(fwd, attn, h, activation(hidden));
   if (postAttnNorm)
     h = norm(fwd, h, postAttnNorm, stack.norm, stack.normEps);
-  residual = b.create<AddOp>(loc, residual, h);
+  residual = AddOp::create(b, loc, residual, h);
   h = norm(fwd, residual, preFfnNorm, stack.norm, stack.normEps);
   h = call(fwd, mlp, h, activation(hidden));
   if (postFfnNorm)
     h = norm(fwd, h, postFfnNorm, stack.norm, stack.normEps);
-  endForward(fwd, Value(b.create<AddOp>(loc, residual, h)));
+  endForward(fwd, Value(AddOp::create(b, loc, residual, h)));
   return module;
 }
 
@@ -378,8 +368,7 @@ NNModuleOp ModelBuilder::buildLayerList(Operation *parent,
 static Value callLayers(Forward &fwd, NNModuleOp layers, Value x,
                         Location loc) {
   for (NNModuleOp layer : layers.getBody()->getOps<NNModuleOp>())
-    x = fwd.builder
-            .create<CallOp>(loc, TypeRange{x.getType()},
+    x = CallOp::create(fwd.builder, loc, TypeRange{x.getType()},
                             getRelativeRef(fwd.owner, layer), x)
             .getResult(0);
   return x;
@@ -402,8 +391,7 @@ NNModuleOp ModelBuilder::buildTextModel(Operation *parent, StringRef name,
   Forward fwd = beginForward(model, input, activation(stack.hidden));
   Value x = fwd.arg(0);
   if (!takesEmbeddings)
-    x = fwd.builder.create<EmbeddingOp>(
-        loc, activation(stack.hidden), x, paramRef(fwd, embed, "weight"),
+    x = EmbeddingOp::create(fwd.builder, loc, activation(stack.hidden), x, paramRef(fwd, embed, "weight"),
         spec.embedScale ? fwd.builder.getF64FloatAttr(*spec.embedScale)
                         : FloatAttr());
   x = callLayers(fwd, layers, x, loc);
@@ -419,6 +407,7 @@ NNModuleOp ModelBuilder::buildSiglipTower(Operation *parent,
                                               const VisionSpec &spec) {
   const StackSpec &stack = spec.stack;
   int64_t hidden = stack.hidden, tokens = visionTokens(spec);
+  // SigLIP learns one position per patch of a fixed-size image.
   NNModuleOp tower = addModule(parent, "vision_tower", spec.towerClass,
                                    ModuleKind::Composite);
   NNModuleOp transformer = addModule(
@@ -439,28 +428,26 @@ NNModuleOp ModelBuilder::buildSiglipTower(Operation *parent,
                                     hidden, NormKind::Layer);
 
   Forward embedFwd = beginForward(embeddings, visionInput(spec),
-                                  activation(hidden, tokens));
-  Value x = embedFwd.builder.create<PatchEmbeddingOp>(
-      loc, activation(hidden, tokens), embedFwd.arg(0),
+                                  activation(hidden));
+  Value x = PatchEmbeddingOp::create(embedFwd.builder, loc, activation(hidden), embedFwd.arg(0),
       paramRef(embedFwd, patch, "weight"), paramRef(embedFwd, patch, "bias"));
-  endForward(embedFwd, Value(embedFwd.builder.create<PositionEmbeddingOp>(
-                           loc, x.getType(), x,
+  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, loc, x.getType(), x,
                            paramRef(embedFwd, positions, "weight"))));
 
-  Forward encoderFwd = beginForward(encoder, activation(hidden, tokens),
-                                    activation(hidden, tokens));
+  Forward encoderFwd = beginForward(encoder, activation(hidden),
+                                    activation(hidden));
   endForward(encoderFwd, callLayers(encoderFwd, layers, encoderFwd.arg(0), loc));
 
   Forward vitFwd = beginForward(transformer, visionInput(spec),
-                                activation(hidden, tokens));
-  x = call(vitFwd, embeddings, vitFwd.arg(0), activation(hidden, tokens));
-  x = call(vitFwd, encoder, x, activation(hidden, tokens));
+                                activation(hidden));
+  x = call(vitFwd, embeddings, vitFwd.arg(0), activation(hidden));
+  x = call(vitFwd, encoder, x, activation(hidden));
   endForward(vitFwd, norm(vitFwd, x, postNorm, NormKind::Layer, stack.normEps));
 
   Forward towerFwd =
-      beginForward(tower, visionInput(spec), activation(hidden, tokens));
+      beginForward(tower, visionInput(spec), activation(hidden));
   endForward(towerFwd, call(towerFwd, transformer, towerFwd.arg(0),
-                            activation(hidden, tokens)));
+                            activation(hidden)));
   return tower;
 }
 
@@ -488,8 +475,7 @@ NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
   Forward embedFwd =
       beginForward(embedder, visionInput(spec), activation(hidden));
   Value x = linear(embedFwd, embedFwd.arg(0), inputProj);
-  endForward(embedFwd, Value(embedFwd.builder.create<PositionEmbeddingOp>(
-                           loc, x.getType(), x,
+  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, loc, x.getType(), x,
                            paramRef(embedFwd, positions, "weight"))));
 
   Forward encoderFwd =
@@ -499,8 +485,7 @@ NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
   Forward towerFwd = beginForward(tower, visionInput(spec), activation(hidden));
   x = call(towerFwd, embedder, towerFwd.arg(0), activation(hidden));
   x = call(towerFwd, encoder, x, activation(hidden));
-  x = towerFwd.builder.create<AvgPoolTokensOp>(
-      loc, activation(hidden), x,
+  x = AvgPoolTokensOp::create(towerFwd.builder, loc, activation(hidden), x,
       towerFwd.builder.getI64IntegerAttr(spec.poolKernel));
   endForward(towerFwd, x);
   return tower;
@@ -527,15 +512,12 @@ NNModuleOp ModelBuilder::buildProjector(Operation *parent,
   NNModuleOp softNorm = addNorm(projector, "mm_soft_emb_norm",
                                     "Gemma3RMSNorm", visionHidden, textNorm);
   addLeaf(projector, "avg_pool", "AvgPool2d");
-  int64_t tokens = visionTokens(spec), pooled = pooledTokens(spec);
-  Forward fwd = beginForward(projector, activation(visionHidden, tokens),
-                             activation(textHidden, pooled));
-  Value x = fwd.builder.create<AvgPoolTokensOp>(
-      loc, activation(visionHidden, pooled), fwd.arg(0),
+  Forward fwd = beginForward(projector, activation(visionHidden),
+                             activation(textHidden));
+  Value x = AvgPoolTokensOp::create(fwd.builder, loc, activation(visionHidden), fwd.arg(0),
       fwd.builder.getI64IntegerAttr(spec.poolKernel));
   x = norm(fwd, x, softNorm, textNorm, spec.stack.normEps);
-  x = fwd.builder.create<MatmulOp>(
-      loc, activation(textHidden, pooled), x,
+  x = MatmulOp::create(fwd.builder, loc, activation(textHidden), x,
       paramRef(fwd, projector, "mm_input_projection_weight"));
   endForward(fwd, x);
   return projector;
@@ -550,8 +532,7 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
   builder.setInsertionPointToEnd(top->getBody());
   const TextModelSpec &text = spec.text;
   int64_t hidden = text.stack.hidden;
-  auto model = builder.create<ModelOp>(
-      loc, spec.symbolName,
+  auto model = ModelOp::create(builder, loc, spec.symbolName,
       spec.vision ? spec.wrapperClass : text.causalLMClass);
   model->setAttr("parc.source", builder.getStringAttr(spec.source));
   model->setAttr("parc.hf_config", spec.config);
@@ -575,24 +556,17 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
         buildTextModel(inner, "language_model", text, /*takesEmbeddings=*/true);
     embedOwner = SymbolTable::lookupSymbolIn(language, "embed_tokens");
 
-    int64_t towerTokens = vision.style == VisionSpec::Style::Siglip
-                              ? visionTokens(vision)
-                              : ShapedType::kDynamic;
     Forward fwd = beginForward(inner, {tokenIds(), visionInput(vision)},
                                activation(hidden));
-    Value embeds = fwd.builder.create<EmbeddingOp>(
-        loc, activation(hidden), fwd.arg(0),
+    Value embeds = EmbeddingOp::create(fwd.builder, loc, activation(hidden), fwd.arg(0),
         paramRef(fwd, embedOwner, "weight"),
         text.embedScale ? fwd.builder.getF64FloatAttr(*text.embedScale)
                         : FloatAttr());
-    Value image = call(fwd, tower, fwd.arg(1),
-                       activation(vision.stack.hidden, towerTokens));
-    image = call(fwd, projector, image,
-                 activation(hidden, vision.style == VisionSpec::Style::Siglip
-                                        ? pooledTokens(vision)
-                                        : ShapedType::kDynamic));
+    Value image =
+        call(fwd, tower, fwd.arg(1), activation(vision.stack.hidden));
+    image = call(fwd, projector, image, activation(hidden));
     Value merged =
-        fwd.builder.create<MergeImageFeaturesOp>(loc, embeds, image);
+        MergeImageFeaturesOp::create(fwd.builder, loc, embeds, image);
     endForward(fwd, call(fwd, language, merged, activation(hidden)));
   } else {
     inner = buildTextModel(model, "model", text, /*takesEmbeddings=*/false);
@@ -608,25 +582,21 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
   auto lossType = RankedTensorType::get({}, builder.getF32Type());
   Forward fwd = beginForward(model, inputs, lossType);
   SmallVector<Value> modelArgs(fwd.entry->getArguments().drop_back());
-  Value h = fwd.builder
-                .create<CallOp>(loc, TypeRange{activation(hidden)},
+  Value h = CallOp::create(fwd.builder, loc, TypeRange{activation(hidden)},
                                 getRelativeRef(model, inner), modelArgs)
                 .getResult(0);
   Value logits = linear(fwd, h, lmHead);
   if (text.finalSoftcap)
-    logits = fwd.builder.create<SoftcapOp>(
-        loc, logits.getType(), logits,
+    logits = SoftcapOp::create(fwd.builder, loc, logits.getType(), logits,
         fwd.builder.getF64FloatAttr(*text.finalSoftcap));
-  endForward(fwd, Value(fwd.builder.create<CrossEntropyOp>(
-                      loc, lossType, logits, fwd.entry->getArguments().back())));
+  endForward(fwd, Value(CrossEntropyOp::create(fwd.builder, loc, lossType, logits, fwd.entry->getArguments().back())));
 
   if (text.tieEmbeddings) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToEnd(model.getBody());
     Operation *embedWeight = SymbolTable::lookupSymbolIn(embedOwner, "weight");
     Operation *headWeight = SymbolTable::lookupSymbolIn(lmHead, "weight");
-    builder.create<TieOp>(
-        loc, builder.getArrayAttr({getRelativeRef(model, embedWeight),
+    TieOp::create(builder, loc, builder.getArrayAttr({getRelativeRef(model, embedWeight),
                                    getRelativeRef(model, headWeight)}));
   }
   return top;

@@ -1,0 +1,344 @@
+// RUN: parc-opt %s -split-input-file -verify-diagnostics
+
+parc.model @tie_shapes class "M" {
+  parc.module @a "Embedding" leaf {
+    parc.param @weight : tensor<16x8xf32>
+  }
+  parc.module @b "Linear" leaf {
+    parc.param @weight : tensor<8x16xf32>
+  }
+  // expected-error@+1 {{ties parameters of different types: @a::@weight is 'tensor<16x8xf32>' but @b::@weight is 'tensor<8x16xf32>'}}
+  parc.tie [@a::@weight, @b::@weight]
+}
+
+// -----
+
+parc.model @tie_dtypes class "M" {
+  parc.param @a : tensor<4xf32>
+  parc.param @b : tensor<4xbf16>
+  // expected-error@+1 {{ties parameters of different types}}
+  parc.tie [@a, @b]
+}
+
+// -----
+
+parc.model @tie_unknown class "M" {
+  parc.param @a : tensor<4xf32>
+  // expected-error@+1 {{@missing::@weight does not name a parc.param}}
+  parc.tie [@a, @missing::@weight]
+}
+
+// -----
+
+parc.model @tie_single class "M" {
+  parc.param @a : tensor<4xf32>
+  // expected-error@+1 {{needs at least two parameters, got 1}}
+  parc.tie [@a]
+}
+
+// -----
+
+parc.model @tie_twice class "M" {
+  parc.param @a : tensor<4xf32>
+  parc.param @b : tensor<4xf32>
+  parc.param @c : tensor<4xf32>
+  parc.tie [@a, @b]
+  // expected-error@+1 {{@a appears in more than one tie group}}
+  parc.tie [@a, @c]
+}
+
+// -----
+
+parc.model @leaf_child class "M" {
+  // expected-error@+1 {{of kind 'leaf' has child module @inner}}
+  parc.module @outer "Linear" leaf {
+    parc.module @inner "Linear" leaf {
+    }
+  }
+}
+
+// -----
+
+parc.model @list_names class "M" {
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf {
+    }
+    // expected-error@+1 {{in a list container must be named @"1", got @two}}
+    parc.module @two "Block" leaf {
+    }
+  }
+}
+
+// -----
+
+parc.model @container_param class "M" {
+  // expected-error@+1 {{is a container (sequential) and may hold only modules, found 'parc.param'}}
+  parc.module @seq "Sequential" sequential {
+    parc.param @weight : tensor<4xf32>
+  }
+}
+
+// -----
+
+parc.model @func_name class "M" {
+  parc.module @m "Block" composite {
+    // expected-error@+1 {{in a module must be named @forward, got @step}}
+    func.func @step() {
+      return
+    }
+  }
+}
+
+// -----
+
+parc.model @dynamic_param class "M" {
+  // expected-error@+1 {{attribute 'type' failed to satisfy constraint}}
+  parc.param @w : tensor<?x4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{expects parent op to be one of 'parc.model, parc.module'}}
+parc.module @orphan "Linear" leaf {
+}
+
+// -----
+
+parc.model @linear_in class "M" {
+  parc.module @proj "Linear" leaf {
+    parc.param @weight : tensor<8x16xf32>
+  }
+  func.func @forward(%x: tensor<?x?x12xf32>) -> tensor<?x?x8xf32> {
+    // expected-error@+1 {{input features 12 do not match weight @proj::@weight of 'tensor<8x16xf32>'}}
+    %y = parc.linear %x, @proj::@weight : tensor<?x?x12xf32> -> tensor<?x?x8xf32>
+    return %y : tensor<?x?x8xf32>
+  }
+}
+
+// -----
+
+parc.model @linear_out class "M" {
+  parc.module @proj "Linear" leaf {
+    parc.param @weight : tensor<8x16xf32>
+  }
+  func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x9xf32> {
+    // expected-error@+1 {{result features 9 do not match weight @proj::@weight}}
+    %y = parc.linear %x, @proj::@weight : tensor<?x?x16xf32> -> tensor<?x?x9xf32>
+    return %y : tensor<?x?x9xf32>
+  }
+}
+
+// -----
+
+parc.model @linear_missing class "M" {
+  func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x8xf32> {
+    // expected-error@+1 {{weight @proj::@weight does not name a parc.param of the enclosing module}}
+    %y = parc.linear %x, @proj::@weight : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
+    return %y : tensor<?x?x8xf32>
+  }
+}
+
+// -----
+
+parc.model @linear_bias class "M" {
+  parc.module @proj "Linear" leaf {
+    parc.param @weight : tensor<8x16xf32>
+    parc.param @bias : tensor<16xf32>
+  }
+  func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x8xf32> {
+    // expected-error@+1 {{bias @proj::@bias has 16 elements, expected 8}}
+    %y = parc.linear %x, @proj::@weight bias @proj::@bias : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
+    return %y : tensor<?x?x8xf32>
+  }
+}
+
+// -----
+
+parc.model @linear_rank class "M" {
+  parc.module @proj "Linear" leaf {
+    parc.param @weight : tensor<8xf32>
+  }
+  func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    // expected-error@+1 {{weight @proj::@weight must have rank 2, got 'tensor<8xf32>'}}
+    %y = parc.linear %x, @proj::@weight : tensor<?x?x8xf32> -> tensor<?x?x8xf32>
+    return %y : tensor<?x?x8xf32>
+  }
+}
+
+// -----
+
+parc.model @embedding_width class "M" {
+  parc.module @embed "Embedding" leaf {
+    parc.param @weight : tensor<100x16xf32>
+  }
+  func.func @forward(%ids: tensor<?x?xi64>) -> tensor<?x?x32xf32> {
+    // expected-error@+1 {{result width 32 does not match embedding width 16}}
+    %e = parc.embedding %ids, @embed::@weight : tensor<?x?xi64> -> tensor<?x?x32xf32>
+    return %e : tensor<?x?x32xf32>
+  }
+}
+
+// -----
+
+func.func @attention_groups(%q: tensor<?x?x24xf32>, %k: tensor<?x?x16xf32>) -> tensor<?x?x24xf32> {
+  // expected-error@+1 {{num_heads 6 is not a multiple of num_kv_heads 4}}
+  %a = parc.attention %q, %k, %k {head_dim = 4 : i64, num_heads = 6 : i64, num_kv_heads = 4 : i64, scale = 0.5 : f64} : (tensor<?x?x24xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x24xf32>
+  return %a : tensor<?x?x24xf32>
+}
+
+// -----
+
+func.func @attention_width(%q: tensor<?x?x20xf32>, %k: tensor<?x?x8xf32>) -> tensor<?x?x16xf32> {
+  // expected-error@+1 {{query width 20 != 16 (heads x head_dim)}}
+  %a = parc.attention %q, %k, %k {head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64} : (tensor<?x?x20xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x16xf32>
+  return %a : tensor<?x?x16xf32>
+}
+
+// -----
+
+func.func @attention_k_eq_v(%q: tensor<?x?x16xf32>, %k: tensor<?x?x8xf32>, %v: tensor<4x?x8xf32>) -> tensor<?x?x16xf32> {
+  // expected-error@+1 {{k_eq_v requires key and value of one type}}
+  %a = parc.attention %q, %k, %v {head_dim = 4 : i64, k_eq_v, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x8xf32>, tensor<4x?x8xf32>) -> tensor<?x?x16xf32>
+  return %a : tensor<?x?x16xf32>
+}
+
+// -----
+
+func.func @attention_window(%q: tensor<?x?x16xf32>, %k: tensor<?x?x8xf32>) -> tensor<?x?x16xf32> {
+  // expected-error@+1 {{sliding_window must be positive}}
+  %a = parc.attention %q, %k, %k {head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64, sliding_window = 0 : i64} : (tensor<?x?x16xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x16xf32>
+  return %a : tensor<?x?x16xf32>
+}
+
+// -----
+
+func.func @rope_head_dim(%x: tensor<?x?x12xf32>) -> tensor<?x?x12xf32> {
+  // expected-error@+1 {{last dimension 12 is not a multiple of head_dim 8}}
+  %r = parc.rope %x {head_dim = 8 : i64, theta = 1.0e4 : f64} : tensor<?x?x12xf32>
+  return %r : tensor<?x?x12xf32>
+}
+
+// -----
+
+func.func @rope_odd(%x: tensor<?x?x12xf32>) -> tensor<?x?x12xf32> {
+  // expected-error@+1 {{head_dim must be positive and even, got 3}}
+  %r = parc.rope %x {head_dim = 3 : i64, theta = 1.0e4 : f64} : tensor<?x?x12xf32>
+  return %r : tensor<?x?x12xf32>
+}
+
+// -----
+
+parc.model @norm_group class "M" {
+  parc.param @w : tensor<5xf32>
+  func.func @forward(%x: tensor<?x?x12xf32>) -> tensor<?x?x12xf32> {
+    // expected-error@+1 {{last dimension 12 is not a multiple of the norm size 5}}
+    %n = parc.rms_norm %x, @w {eps = 1.0e-6 : f64} : tensor<?x?x12xf32>
+    return %n : tensor<?x?x12xf32>
+  }
+}
+
+// -----
+
+parc.model @layer_norm_size class "M" {
+  parc.param @w : tensor<8xf32>
+  func.func @forward(%x: tensor<?x?x12xf32>) -> tensor<?x?x12xf32> {
+    // expected-error@+1 {{last dimension 12 does not match the norm size 8}}
+    %n = parc.layer_norm %x, @w {eps = 1.0e-6 : f64} : tensor<?x?x12xf32>
+    return %n : tensor<?x?x12xf32>
+  }
+}
+
+// -----
+
+parc.model @call_no_forward class "M" {
+  parc.module @leaf "Linear" leaf {
+  }
+  func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    // expected-error@+1 {{callee @leaf (Linear) has no @forward}}
+    %y = parc.call @leaf(%x) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+    return %y : tensor<?x?x8xf32>
+  }
+}
+
+// -----
+
+parc.model @call_types class "M" {
+  parc.module @block "Block" composite {
+    func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+      return %x : tensor<?x?x8xf32>
+    }
+  }
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    // expected-error@+1 {{type does not match the forward of @block}}
+    %y = parc.call @block(%x) : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+    return %y : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+parc.model @call_missing class "M" {
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    // expected-error@+1 {{@layers::@"3" does not name a parc.module}}
+    %y = parc.call @layers::@"3"(%x) : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+    return %y : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+func.func @softcap_zero(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error@+1 {{cap must be positive, got 0}}
+  %y = parc.softcap %x {cap = 0.0 : f64} : tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @cross_entropy_rank(%logits: tensor<?x8xf32>, %labels: tensor<?x?xi64>) -> tensor<f32> {
+  // expected-error@+1 {{logits must have rank 3, got 'tensor<?x8xf32>'}}
+  %l = parc.cross_entropy %logits, %labels : tensor<?x8xf32>, tensor<?x?xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_dims(%logits: tensor<2x4x8xf32>, %labels: tensor<2x5xi64>) -> tensor<f32> {
+  // expected-error@+1 {{logits and labels disagree in dimension 1}}
+  %l = parc.cross_entropy %logits, %labels : tensor<2x4x8xf32>, tensor<2x5xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @pool_grid(%x: tensor<?x15x8xf32>) -> tensor<?x3x8xf32> {
+  // expected-error@+1 {{15 tokens are not a square grid divisible by kernel 2}}
+  %y = parc.avg_pool_tokens %x {kernel = 2 : i64} : tensor<?x15x8xf32> -> tensor<?x3x8xf32>
+  return %y : tensor<?x3x8xf32>
+}
+
+// -----
+
+parc.model @patches class "M" {
+  parc.param @w : tensor<8x3x4x4xf32>
+  func.func @forward(%px: tensor<?x3x18x16xf32>) -> tensor<?x16x8xf32> {
+    // expected-error@+1 {{image 18x16 is not a multiple of patch size 4}}
+    %p = parc.patch_embedding %px, @w : tensor<?x3x18x16xf32> -> tensor<?x16x8xf32>
+    return %p : tensor<?x16x8xf32>
+  }
+}
+
+// -----
+
+func.func @merge_width(%t: tensor<?x?x16xf32>, %i: tensor<?x4x8xf32>) -> tensor<?x?x16xf32> {
+  // expected-error@+1 {{image features of width 8 cannot replace text embeddings of width 16}}
+  %m = parc.merge_image_features %t, %i : tensor<?x?x16xf32>, tensor<?x4x8xf32>
+  return %m : tensor<?x?x16xf32>
+}
+
+// -----
+
+parc.model @model_body class "M" {
+  // expected-error@+1 {{'arith.constant' op is not allowed in the body of 'parc.model'}}
+  %zero = arith.constant 0 : i32
+}

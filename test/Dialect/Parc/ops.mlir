@@ -1,0 +1,151 @@
+// RUN: parc-opt %s | parc-opt | FileCheck %s
+// RUN: parc-opt %s --mlir-print-op-generic | parc-opt | FileCheck %s
+
+// A two-layer decoder with every structure and forward op of the dialect.
+
+// CHECK-LABEL: parc.model @tiny class "TinyForCausalLM"
+parc.model @tiny class "TinyForCausalLM" attributes {parc.source = "hand"} {
+  // CHECK: parc.module @model "TinyModel" composite
+  parc.module @model "TinyModel" composite {
+    // CHECK: parc.module @embed_tokens "Embedding" leaf
+    // CHECK-NEXT: parc.param @weight : tensor<128x16xf32>
+    parc.module @embed_tokens "Embedding" leaf {
+      parc.param @weight : tensor<128x16xf32>
+    }
+    // CHECK: parc.module @layers "ModuleList" list
+    parc.module @layers "ModuleList" list {
+      parc.module @"0" "TinyDecoderLayer" composite attributes {layer_type = "sliding_attention"} {
+        parc.module @self_attn "TinyAttention" composite {
+          parc.module @q_proj "Linear" leaf {
+            parc.param @weight : tensor<16x16xf32>
+            parc.param @bias : tensor<16xf32>
+          }
+          parc.module @k_proj "Linear" leaf {
+            parc.param @weight : tensor<8x16xf32>
+          }
+          parc.module @o_proj "Linear" leaf {
+            parc.param @weight : tensor<16x16xf32>
+          }
+          parc.module @k_norm "RMSNorm" leaf {
+            parc.param @weight : tensor<4xf32>
+          }
+          // CHECK: func.func @forward
+          func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+            // CHECK: parc.linear %{{.*}}, @q_proj::@weight bias @q_proj::@bias : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+            %q = parc.linear %x, @q_proj::@weight bias @q_proj::@bias : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+            %k = parc.linear %x, @k_proj::@weight : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
+            // CHECK: parc.rms_norm %{{.*}}, @k_norm::@weight {eps = {{.*}} : f64, unit_offset} : tensor<?x?x8xf32>
+            %kn = parc.rms_norm %k, @k_norm::@weight {eps = 1.0e-6 : f64, unit_offset} : tensor<?x?x8xf32>
+            // CHECK: parc.rope %{{.*}} {head_dim = 4 : i64, theta = 1.000000e+04 : f64} : tensor<?x?x16xf32>
+            %qr = parc.rope %q {head_dim = 4 : i64, theta = 1.0e4 : f64} : tensor<?x?x16xf32>
+            %kr = parc.rope %kn {head_dim = 4 : i64, theta = 1.0e4 : f64, scaling = {factor = 8.0 : f64, rope_type = "llama3"}} : tensor<?x?x8xf32>
+            // CHECK: parc.attention {{.*}} {causal, head_dim = 4 : i64, k_eq_v, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 5.000000e-01 : f64, sliding_window = 8 : i64, softcap = 5.000000e+01 : f64}
+            %a = parc.attention %qr, %kr, %k {causal, head_dim = 4 : i64, k_eq_v, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64, sliding_window = 8 : i64, softcap = 50.0 : f64} : (tensor<?x?x16xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x16xf32>
+            %o = parc.linear %a, @o_proj::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+            return %o : tensor<?x?x16xf32>
+          }
+        }
+        parc.module @mlp "TinyMLP" composite {
+          parc.module @gate_proj "Linear" leaf {
+            parc.param @weight : tensor<32x16xf32>
+          }
+          parc.module @up_proj "Linear" leaf {
+            parc.param @weight : tensor<32x16xf32>
+          }
+          parc.module @down_proj "Linear" leaf {
+            parc.param @weight : tensor<16x32xf32>
+          }
+          parc.module @act_fn "SiLU" leaf {
+          }
+          func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+            %g = parc.linear %x, @gate_proj::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
+            // CHECK: parc.activation silu %{{.*}} : tensor<?x?x32xf32>
+            %s = parc.activation silu %g : tensor<?x?x32xf32>
+            %u = parc.linear %x, @up_proj::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
+            // CHECK: parc.mul %{{.*}}, %{{.*}} : tensor<?x?x32xf32>
+            %m = parc.mul %s, %u : tensor<?x?x32xf32>
+            %d = parc.linear %m, @down_proj::@weight : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
+            return %d : tensor<?x?x16xf32>
+          }
+        }
+        parc.module @input_layernorm "RMSNorm" leaf {
+          parc.param @weight : tensor<16xf32>
+        }
+        parc.module @post_attention_layernorm "LayerNorm" leaf {
+          parc.param @weight : tensor<16xf32>
+          parc.param @bias : tensor<16xf32>
+        }
+        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+          %n = parc.rms_norm %x, @input_layernorm::@weight {eps = 1.0e-6 : f64} : tensor<?x?x16xf32>
+          // CHECK: parc.call @self_attn(%{{.*}}) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+          %a = parc.call @self_attn(%n) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+          // CHECK: parc.add %{{.*}}, %{{.*}} : tensor<?x?x16xf32>
+          %r = parc.add %x, %a : tensor<?x?x16xf32>
+          // CHECK: parc.layer_norm %{{.*}}, @post_attention_layernorm::@weight bias @post_attention_layernorm::@bias {eps = {{.*}} : f64}
+          %n2 = parc.layer_norm %r, @post_attention_layernorm::@weight bias @post_attention_layernorm::@bias {eps = 1.0e-5 : f64} : tensor<?x?x16xf32>
+          %m = parc.call @mlp(%n2) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+          %y = parc.add %r, %m : tensor<?x?x16xf32>
+          return %y : tensor<?x?x16xf32>
+        }
+      }
+    }
+    parc.module @norm "RMSNorm" leaf {
+      parc.param @weight : tensor<16xf32>
+    }
+    func.func @forward(%ids: tensor<?x?xi64>) -> tensor<?x?x16xf32> {
+      // CHECK: parc.embedding %{{.*}}, @embed_tokens::@weight {scale = 4.000000e+00 : f64} : tensor<?x?xi64> -> tensor<?x?x16xf32>
+      %e = parc.embedding %ids, @embed_tokens::@weight {scale = 4.0 : f64} : tensor<?x?xi64> -> tensor<?x?x16xf32>
+      // CHECK: parc.call @layers::@"0"
+      %h = parc.call @layers::@"0"(%e) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+      %n = parc.rms_norm %h, @norm::@weight {eps = 1.0e-6 : f64} : tensor<?x?x16xf32>
+      return %n : tensor<?x?x16xf32>
+    }
+  }
+  parc.module @lm_head "Linear" leaf {
+    parc.param @weight : tensor<128x16xf32>
+  }
+  func.func @forward(%ids: tensor<?x?xi64>, %labels: tensor<?x?xi64>) -> tensor<f32> {
+    %h = parc.call @model(%ids) : (tensor<?x?xi64>) -> tensor<?x?x16xf32>
+    %logits = parc.linear %h, @lm_head::@weight : tensor<?x?x16xf32> -> tensor<?x?x128xf32>
+    // CHECK: parc.softcap %{{.*}} {cap = 3.000000e+01 : f64} : tensor<?x?x128xf32>
+    %capped = parc.softcap %logits {cap = 30.0 : f64} : tensor<?x?x128xf32>
+    // CHECK: parc.cross_entropy %{{.*}}, %{{.*}} : tensor<?x?x128xf32>, tensor<?x?xi64> -> tensor<f32>
+    %loss = parc.cross_entropy %capped, %labels : tensor<?x?x128xf32>, tensor<?x?xi64> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  // CHECK: parc.tie [@model::@embed_tokens::@weight, @lm_head::@weight]
+  parc.tie [@model::@embed_tokens::@weight, @lm_head::@weight]
+}
+
+// -----
+// Vision ops: patches, positions, pooling, projection and merging.
+
+// CHECK-LABEL: parc.model @vision class "TinyVision"
+parc.model @vision class "TinyVision" {
+  parc.module @patch "Conv2d" leaf {
+    parc.param @weight : tensor<8x3x4x4xf32>
+    parc.param @bias : tensor<8xf32>
+  }
+  parc.module @pos "Embedding" leaf {
+    parc.param @weight : tensor<16x8xf32>
+  }
+  parc.param @proj : tensor<8x16xf32>
+  parc.module @dict "ModuleDict" dict {
+    parc.module @vision "Identity" leaf {
+    }
+  }
+  func.func @forward(%px: tensor<?x3x16x16xf32>, %text: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+    // CHECK: parc.patch_embedding %{{.*}}, @patch::@weight bias @patch::@bias : tensor<?x3x16x16xf32> -> tensor<?x16x8xf32>
+    %p = parc.patch_embedding %px, @patch::@weight bias @patch::@bias : tensor<?x3x16x16xf32> -> tensor<?x16x8xf32>
+    // CHECK: parc.position_embedding %{{.*}}, @pos::@weight : tensor<?x16x8xf32>
+    %e = parc.position_embedding %p, @pos::@weight : tensor<?x16x8xf32>
+    // CHECK: parc.avg_pool_tokens %{{.*}} {kernel = 2 : i64} : tensor<?x16x8xf32> -> tensor<?x4x8xf32>
+    %pooled = parc.avg_pool_tokens %e {kernel = 2 : i64} : tensor<?x16x8xf32> -> tensor<?x4x8xf32>
+    // CHECK: parc.matmul %{{.*}}, @proj : tensor<?x4x8xf32> -> tensor<?x4x16xf32>
+    %img = parc.matmul %pooled, @proj : tensor<?x4x8xf32> -> tensor<?x4x16xf32>
+    %g = parc.activation gelu_tanh %img : tensor<?x4x16xf32>
+    // CHECK: parc.merge_image_features %{{.*}}, %{{.*}} : tensor<?x?x16xf32>, tensor<?x4x16xf32>
+    %m = parc.merge_image_features %text, %g : tensor<?x?x16xf32>, tensor<?x4x16xf32>
+    return %m : tensor<?x?x16xf32>
+  }
+}
