@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what parc needs from Debian's archive (only what is missing), then
+# configures and builds into build/. Safe to run again: a second run installs
+# nothing and rebuilds only what changed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+packages=(
+  cmake ninja-build g++ python3
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libyaml-cpp-dev libgtest-dev
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "parc: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [[ ! -f build/build.ninja ]]; then
+  cmake -S . -B build -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+fi
+cmake --build build
