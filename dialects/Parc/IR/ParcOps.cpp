@@ -170,7 +170,11 @@ func::FuncOp NNModuleOp::getForward() {
 static LogicalResult verifyModuleBody(Operation *op, Block &body,
                                       bool allowTies) {
   for (Operation &child : body) {
-    if (isa<NNModuleOp, ParamOp>(child) || (allowTies && isa<TieOp>(child)))
+    if (isa<NNModuleOp, ParamOp>(child))
+      continue;
+    // Ties, grids and FSDP units describe the whole model.
+    if (allowTies && (isa<TieOp, FsdpUnitOp>(child) ||
+                      child.getName().getStringRef() == "shard.grid"))
       continue;
     if (auto func = dyn_cast<func::FuncOp>(child)) {
       if (func.getSymName() != "forward")
@@ -521,6 +525,19 @@ LogicalResult CrossEntropyOp::verify() {
       failed(expectRank(*this, labels, 2, "labels")))
     return failure();
   return verifyLeadingDims(*this, logits, labels, 2, "logits and labels");
+}
+
+LogicalResult ShardParamOp::verifySymbolUses(SymbolTableCollection &tables) {
+  auto model = (*this)->getParentOfType<ModelOp>();
+  auto param = dyn_cast_or_null<ParamOp>(tables.lookupSymbolIn(model, getParam()));
+  if (!param)
+    return emitOpError() << getParam() << " does not name a parc.param";
+  int64_t dim0 = param.getTensorType().getDimSize(0);
+  if (getPaddedDim0() < dim0)
+    return emitOpError() << "padded_dim0 " << getPaddedDim0()
+                         << " is smaller than dim 0 of " << getParam() << " ("
+                         << dim0 << ")";
+  return success();
 }
 
 #define GET_OP_CLASSES

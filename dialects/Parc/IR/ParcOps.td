@@ -314,4 +314,57 @@ def Parc_CrossEntropyOp : Parc_Op<"cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Parallelisation plan
+//===----------------------------------------------------------------------===//
+
+def Parc_FsdpUnitOp : Parc_Op<"fsdp_unit", [
+    Symbol, HasParent<"ModelOp">, SingleBlock, NoTerminator,
+    NoRegionArguments]> {
+  let summary = "One FSDP unit: parameters all-gathered and freed together";
+  let description = [{
+    The parameters of one module subtree (a layer, or the root: everything
+    outside the layers) that FSDP all-gathers before the module's forward and
+    backward and reduce-scatters gradients for afterwards, as one
+    `fully_shard` call in PyTorch does. `path` is the wrapped module's dotted
+    path ("" for the root). The body shards each parameter with
+    `parc.shard_param` on a `shard.grid`. The dtypes are the mixed-precision
+    policy: unsharded compute copy, sharded master copy, gradient reduction,
+    optimizer moments.
+
+    ```mlir
+    shard.grid @fsdp(shape = 8)
+    parc.fsdp_unit @unit_3 path "model.layers.3" attributes {
+        compute_dtype = bf16, master_dtype = f32, reduce_dtype = f32,
+        optim_dtype = f32, prefetch = 1 : i64, reshard_after_forward = true} {
+      %s = shard.sharding @fsdp split_axes = [[0]] : !shard.sharding
+      parc.shard_param @model::@layers::@"3"::@mlp::@up_proj::@weight to %s
+          {padded_dim0 = 14336 : i64}
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$path,
+                       TypeAttr:$compute_dtype, TypeAttr:$master_dtype,
+                       TypeAttr:$reduce_dtype, TypeAttr:$optim_dtype,
+                       BoolAttr:$reshard_after_forward, I64Attr:$prefetch);
+  let regions = (region SizedRegion<1>:$bodyRegion);
+  let assemblyFormat = [{
+    $sym_name `path` $path attr-dict-with-keyword $bodyRegion
+  }];
+}
+
+def Parc_ShardParamOp : Parc_Op<"shard_param", [
+    HasParent<"FsdpUnitOp">, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Shard one parameter as its FSDP unit stores it";
+  let description = [{
+    `param` (relative to the model) is stored sharded as `sharding` says;
+    `padded_dim0` is dim 0 rounded up to a multiple of the shards along the
+    split axes, so every rank holds an equal slice (the padding is memory the
+    plan counts).
+  }];
+  let arguments = (ins SymbolRefAttr:$param, AnyType:$sharding,
+                       I64Attr:$padded_dim0);
+  let assemblyFormat = "$param `to` $sharding attr-dict `:` type($sharding)";
+}
+
 #endif // PARC_DIALECT_PARC_IR_PARCOPS_TD

@@ -23,4 +23,88 @@ def PrintModelStats : Pass<"print-model-stats", "::mlir::ModuleOp"> {
   ];
 }
 
+def DiscoverLayers : Pass<"discover-layers", "::mlir::ModuleOp"> {
+  let summary = "Find the repeated layer stacks of a model from its structure";
+  let description = [{
+    Flattens ModuleList / ModuleDict / Sequential containers at any depth and
+    groups runs of sibling blocks of one class that contain attention into
+    stacks (`language` for causal attention, `vision` for bidirectional).
+    Records `parc.stacks` on the model and `parc.stack` / `parc.layer_index`
+    on every layer, and remarks what it found. `stacks=` names the stacks'
+    container paths instead; a path that resolves to nothing, or to no
+    layers, is an error.
+  }];
+  let options = [
+    ListOption<"stackPaths", "stacks", "std::string",
+               "Dotted paths of the layer containers, overriding discovery">
+  ];
+}
+
+def ApplyRemat : Pass<"apply-remat", "::mlir::ModuleOp"> {
+  let summary = "Decide activation rematerialisation per layer";
+  let description = [{
+    Marks every discovered layer in scope with `parc.remat`: `full` keeps only
+    the layer input for backward and recomputes the rest; `selective` keeps
+    matmul and attention outputs and marks norms, elementwise ops and
+    activations `parc.recompute`; `every:N` applies full remat to every N-th
+    layer. Requesting remat when no layer is in scope is an error naming the
+    model and the stacks searched. Frozen modules are skipped and reported.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"full\"",
+           "full | selective | every:N | none">,
+    Option<"scope", "scope", "std::string", /*default=*/"\"all\"",
+           "all | language | vision">,
+    ListOption<"frozen", "frozen", "std::string",
+               "Dotted paths of frozen modules (no gradients, no remat)">
+  ];
+}
+
+def ApplyFsdp : Pass<"apply-fsdp", "::mlir::ModuleOp"> {
+  let summary = "Group parameters into FSDP units sharded over a shard.grid";
+  let description = [{
+    Creates one `parc.fsdp_unit` per discovered layer plus a root unit for
+    the parameters outside the layers, shards every parameter along dim 0
+    over the `fsdp` grid axis (padding dim 0 up to a multiple of `shards`,
+    padding counted), keeps tied parameters in one unit stored once, and
+    records the mixed-precision policy.
+  }];
+  let options = [
+    Option<"shards", "shards", "int64_t", /*default=*/"1",
+           "Number of FSDP shards (ranks on the fsdp axis)">,
+    Option<"reshardAfterForward", "reshard-after-forward", "bool",
+           /*default=*/"true", "Free unsharded parameters after forward">,
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",
+           "Units all-gathered ahead of the one computing">,
+    Option<"computeDtype", "compute-dtype", "std::string",
+           /*default=*/"\"bf16\"", "Dtype of unsharded parameters">,
+    Option<"masterDtype", "master-dtype", "std::string",
+           /*default=*/"\"f32\"", "Dtype of sharded parameter storage">,
+    Option<"reduceDtype", "reduce-dtype", "std::string",
+           /*default=*/"\"f32\"", "Dtype of gradient reduce-scatter">,
+    Option<"optimDtype", "optim-dtype", "std::string",
+           /*default=*/"\"f32\"", "Dtype of the AdamW moments">
+  ];
+}
+
+def EstimateMemory : Pass<"estimate-memory", "::mlir::ModuleOp"> {
+  let summary = "Replay a training step per rank and report peak memory";
+  let description = [{
+    Replays the allocations and frees of one training step in schedule order
+    (forward per unit: all-gather, compute, save or drop activations,
+    reshard; backward in reverse: all-gather, recompute, gradients,
+    reduce-scatter; optimizer step) and reports the true peak, when it
+    happens and what it is made of, against a hardware profile.
+  }];
+  let options = [
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-80gb\"",
+           "Hardware profile name (a file in the profile directory)">,
+    Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",
+           "Directory of hardware profiles (default: next to the tool)">,
+    Option<"seqLen", "seq", "int64_t", /*default=*/"4096", "Sequence length">,
+    Option<"microBatch", "mbs", "int64_t", /*default=*/"1",
+           "Micro-batch size per rank">
+  ];
+}
+
 #endif // PARC_TRANSFORMS_PASSES_TD

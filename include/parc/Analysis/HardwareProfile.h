@@ -1,0 +1,46 @@
+//===- HardwareProfile.h - accelerator data sheets --------------*- C++ -*-===//
+//
+// Hardware profiles are data files (hardware/NAME.json), one per accelerator,
+// with the numbers the memory and cost models need and the sources they come
+// from. The build copies them next to the tools (build/share/parc/hardware).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_ANALYSIS_HARDWAREPROFILE_H
+#define PARC_ANALYSIS_HARDWAREPROFILE_H
+
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::parc {
+
+struct HardwareProfile {
+  std::string name;        // "h100-80gb"
+  std::string description; // "NVIDIA H100 SXM5 80 GB"
+  int64_t memoryBytes = 0; // device memory capacity
+  double bf16Flops = 0;    // dense bf16 peak, FLOP/s
+  double memoryBandwidth = 0;    // bytes/s
+  double intraNodeBandwidth = 0; // bytes/s per GPU (NVLink)
+  double interNodeBandwidth = 0; // bytes/s per GPU (network)
+  int64_t gpusPerNode = 8;
+  /// Memory the framework cannot use for tensors: CUDA context, NCCL
+  /// communication buffers, allocator reserve.
+  int64_t fixedOverheadBytes = 0;
+  std::vector<std::string> sources;
+};
+
+/// The directory of the profiles shipped with parc, next to the running tool
+/// (`<bin>/../share/parc/hardware`); `argv0` locates the tool.
+std::string getDefaultHardwareDir(const char *argv0 = nullptr);
+
+/// Loads `dir/name.json`; an unknown name is an error that lists the profiles
+/// found in `dir`, a malformed file one that names the file, line and key.
+FailureOr<HardwareProfile> loadHardwareProfile(StringRef name, StringRef dir,
+                                               Location loc);
+
+} // namespace mlir::parc
+
+#endif // PARC_ANALYSIS_HARDWAREPROFILE_H

@@ -1,0 +1,59 @@
+//===- LayerStacks.h - the layer stacks of a model --------------*- C++ -*-===//
+//
+// --discover-layers records what it found as attributes; every later pass and
+// analysis reads them through this header, so the encoding lives in one place.
+//
+//   parc.model        parc.stacks = [{name = "language",
+//                                     path = "model.layers", layers = 32}]
+//   parc.module (layer)  parc.stack = "language", parc.layer_index = 3
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_ANALYSIS_LAYERSTACKS_H
+#define PARC_ANALYSIS_LAYERSTACKS_H
+
+#include "Parc/IR/ParcOps.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace mlir::parc {
+
+constexpr llvm::StringLiteral kStacksAttrName = "parc.stacks";
+constexpr llvm::StringLiteral kStackAttrName = "parc.stack";
+constexpr llvm::StringLiteral kLayerIndexAttrName = "parc.layer_index";
+/// A unit attribute on a parc.module: its whole subtree is frozen (no
+/// gradients, no optimizer state, no remat).
+constexpr llvm::StringLiteral kFrozenAttrName = "parc.frozen";
+
+struct LayerStack {
+  /// "language", "vision", ...
+  std::string name;
+  /// Dotted path of the container that holds the layers.
+  std::string path;
+  /// The layers in execution order.
+  llvm::SmallVector<NNModuleOp> layers;
+};
+
+/// Whether --discover-layers has run on `model`.
+bool hasDiscoveredLayers(ModelOp model);
+
+/// The stacks recorded on `model`, in the order discovery found them.
+llvm::SmallVector<LayerStack> getLayerStacks(ModelOp model);
+
+/// Records `stacks` on the model and tags each layer; replaces earlier tags.
+void setLayerStacks(ModelOp model, llvm::ArrayRef<LayerStack> stacks);
+
+/// The stack name and index of `module` if it is a discovered layer.
+std::optional<std::pair<llvm::StringRef, int64_t>> getLayerTag(NNModuleOp module);
+
+/// Whether `op` (a module or parameter) lies in a frozen subtree.
+bool isFrozen(Operation *op);
+
+/// Marks the module at each dotted path frozen; a path that names no module
+/// is an error on the model naming it.
+LogicalResult markFrozen(ModelOp model, llvm::ArrayRef<std::string> paths);
+
+} // namespace mlir::parc
+
+#endif // PARC_ANALYSIS_LAYERSTACKS_H

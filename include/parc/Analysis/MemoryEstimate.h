@@ -1,0 +1,75 @@
+//===- MemoryEstimate.h - per-rank peak memory of a plan --------*- C++ -*-===//
+//
+// Replays one training step of a planned model (after --discover-layers,
+// --apply-remat and --apply-fsdp) as allocations and frees in schedule order
+// and reports the true peak per rank kind. --estimate-memory prints this
+// report; parc-plan renders it as text or JSON.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_ANALYSIS_MEMORYESTIMATE_H
+#define PARC_ANALYSIS_MEMORYESTIMATE_H
+
+#include "Parc/IR/ParcOps.h"
+#include "parc/Analysis/HardwareProfile.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::parc {
+
+/// Bytes live at one moment, by what holds them.
+struct MemoryBreakdown {
+  int64_t shardedParameters = 0;   // master copy, this rank's shards
+  int64_t unshardedParameters = 0; // all-gather buffers: current + prefetched
+  int64_t gradients = 0;           // sharded gradients (+ unsharded in flight)
+  int64_t optimizerState = 0;      // AdamW moments of this rank's shards
+  int64_t savedActivations = 0;    // kept for backward, all layers so far
+  int64_t recomputeWorkingSet = 0; // activations of the layer being recomputed
+  int64_t logitsAndLoss = 0;       // logits, softmax and loss gradient
+  int64_t fixedOverhead = 0;       // CUDA context, NCCL buffers (profile)
+
+  int64_t total() const {
+    return shardedParameters + unshardedParameters + gradients +
+           optimizerState + savedActivations + recomputeWorkingSet +
+           logitsAndLoss + fixedOverhead;
+  }
+};
+
+/// The replay of one kind of rank (ranks doing the same work share one).
+struct RankMemory {
+  std::string rankKind;   // "fsdp" for a plain FSDP plan
+  int64_t rankCount = 1;  // ranks of this kind
+  int64_t peakBytes = 0;
+  std::string peakPhase;  // "backward model.layers.0", "forward lm_head", ...
+  MemoryBreakdown atPeak;
+};
+
+struct MemoryOptions {
+  std::string hardware = "h100-80gb";
+  std::string hardwareDir; // empty: getDefaultHardwareDir()
+  int64_t seqLen = 4096;
+  int64_t microBatch = 1;
+};
+
+struct MemoryReport {
+  HardwareProfile hardware;
+  std::vector<RankMemory> ranks;
+  /// Index into `ranks` of the most loaded rank kind.
+  size_t peakRank = 0;
+  int64_t peakBytes() const { return ranks.empty() ? 0 : ranks[peakRank].peakBytes; }
+  bool fits() const { return peakBytes() <= hardware.memoryBytes; }
+  int64_t headroomBytes() const { return hardware.memoryBytes - peakBytes(); }
+
+  /// A readable table per rank kind.
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Estimates the memory of `model`'s plan; errors (no FSDP units, unknown
+/// hardware) are emitted on the model.
+FailureOr<MemoryReport> estimateMemory(ModelOp model,
+                                       const MemoryOptions &options);
+
+} // namespace mlir::parc
+
+#endif // PARC_ANALYSIS_MEMORYESTIMATE_H

@@ -1,0 +1,84 @@
+//===- LayerStacks.cpp - the layer stacks of a model ----------------------===//
+
+#include "parc/Analysis/LayerStacks.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::parc;
+
+bool mlir::parc::hasDiscoveredLayers(ModelOp model) {
+  return model->hasAttr(kStacksAttrName);
+}
+
+std::optional<std::pair<StringRef, int64_t>>
+mlir::parc::getLayerTag(NNModuleOp module) {
+  auto stack = module->getAttrOfType<StringAttr>(kStackAttrName);
+  auto index = module->getAttrOfType<IntegerAttr>(kLayerIndexAttrName);
+  if (!stack || !index)
+    return std::nullopt;
+  return std::make_pair(stack.getValue(), index.getInt());
+}
+
+SmallVector<LayerStack> mlir::parc::getLayerStacks(ModelOp model) {
+  SmallVector<LayerStack> stacks;
+  auto recorded = model->getAttrOfType<ArrayAttr>(kStacksAttrName);
+  if (!recorded)
+    return stacks;
+  for (auto entry : recorded.getAsRange<DictionaryAttr>()) {
+    LayerStack stack;
+    stack.name = entry.getAs<StringAttr>("name").getValue().str();
+    stack.path = entry.getAs<StringAttr>("path").getValue().str();
+    stack.layers.resize(entry.getAs<IntegerAttr>("layers").getInt());
+    stacks.push_back(std::move(stack));
+  }
+  model.walk([&](NNModuleOp module) {
+    auto tag = getLayerTag(module);
+    if (!tag)
+      return;
+    for (LayerStack &stack : stacks)
+      if (stack.name == tag->first && tag->second >= 0 &&
+          tag->second < static_cast<int64_t>(stack.layers.size()))
+        stack.layers[tag->second] = module;
+  });
+  return stacks;
+}
+
+void mlir::parc::setLayerStacks(ModelOp model, ArrayRef<LayerStack> stacks) {
+  Builder b(model.getContext());
+  model.walk([&](NNModuleOp module) {
+    module->removeAttr(kStackAttrName);
+    module->removeAttr(kLayerIndexAttrName);
+  });
+  SmallVector<Attribute> entries;
+  for (const LayerStack &stack : stacks) {
+    entries.push_back(b.getDictionaryAttr({
+        b.getNamedAttr("name", b.getStringAttr(stack.name)),
+        b.getNamedAttr("path", b.getStringAttr(stack.path)),
+        b.getNamedAttr("layers", b.getI64IntegerAttr(stack.layers.size())),
+    }));
+    for (auto [index, layer] : llvm::enumerate(stack.layers)) {
+      layer->setAttr(kStackAttrName, b.getStringAttr(stack.name));
+      layer->setAttr(kLayerIndexAttrName, b.getI64IntegerAttr(index));
+    }
+  }
+  model->setAttr(kStacksAttrName, b.getArrayAttr(entries));
+}
+
+bool mlir::parc::isFrozen(Operation *op) {
+  for (Operation *cur = op; cur && !isa<ModelOp>(cur); cur = cur->getParentOp())
+    if (cur->hasAttr(kFrozenAttrName))
+      return true;
+  return false;
+}
+
+LogicalResult mlir::parc::markFrozen(ModelOp model, ArrayRef<std::string> paths) {
+  for (const std::string &path : paths) {
+    auto module = dyn_cast_or_null<NNModuleOp>(lookupDottedPath(model, path));
+    if (!module)
+      return model.emitError() << "frozen path '" << path
+                               << "' names no module of @" << model.getSymName();
+    module->setAttr(kFrozenAttrName, UnitAttr::get(model.getContext()));
+  }
+  return success();
+}
