@@ -72,13 +72,41 @@ bool mlir::parc::isFrozen(Operation *op) {
   return false;
 }
 
-LogicalResult mlir::parc::markFrozen(ModelOp model, ArrayRef<std::string> paths) {
+LogicalResult mlir::parc::markFrozen(ModelOp model,
+                                     ArrayRef<std::string> paths) {
   for (const std::string &path : paths) {
     auto module = dyn_cast_or_null<NNModuleOp>(lookupDottedPath(model, path));
     if (!module)
-      return model.emitError() << "frozen path '" << path
-                               << "' names no module of @" << model.getSymName();
+      return mlir::emitError(model->getLoc())
+             << "frozen path '" << path << "' names no module of @"
+             << model.getSymName();
     module->setAttr(kFrozenAttrName, UnitAttr::get(model.getContext()));
   }
   return success();
+}
+
+/// Appends the layers `forward` reaches, in call order.
+static void collectCalledLayers(func::FuncOp forward,
+                                SmallVectorImpl<NNModuleOp> &layers) {
+  SymbolTableCollection tables;
+  forward.walk([&](CallOp call) {
+    auto callee =
+        tables.lookupNearestSymbolFrom<NNModuleOp>(call, call.getCallee());
+    if (!callee)
+      return;
+    if (getLayerTag(callee)) {
+      layers.push_back(callee);
+      return;
+    }
+    if (func::FuncOp next = callee.getForward())
+      collectCalledLayers(next, layers);
+  });
+}
+
+SmallVector<NNModuleOp> mlir::parc::getLayersInExecutionOrder(ModelOp model) {
+  SmallVector<NNModuleOp> layers;
+  if (auto forward = dyn_cast_or_null<func::FuncOp>(
+          SymbolTable::lookupSymbolIn(model, "forward")))
+    collectCalledLayers(forward, layers);
+  return layers;
 }

@@ -1,18 +1,175 @@
-//===- ApplyFsdp.cpp - --apply-fsdp (under construction) ----------------===//
+//===- ApplyFsdp.cpp - group parameters into FSDP units -------------------===//
+//
+// One unit per discovered layer plus a root unit for everything outside the
+// layers, as torchtitan wraps a model with fully_shard: blocks first, then the
+// root. Every parameter is sharded along dim 0 over the `fsdp` axis of a
+// shard.grid; a tie group is owned by one unit and stored once.
+//
+//===----------------------------------------------------------------------===//
 
+#include "parc/Analysis/LayerStacks.h"
 #include "parc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace mlir::parc {
 #define GEN_PASS_DEF_APPLYFSDP
 #include "parc/Transforms/Passes.h.inc"
 
 namespace {
+
+constexpr llvm::StringLiteral kGridName = "fsdp";
+constexpr int kRootUnit = -1;
+
+FailureOr<Type> parseDtype(StringRef name, StringRef option, ModelOp model) {
+  Builder b(model.getContext());
+  if (name == "bf16" || name == "bfloat16")
+    return Type(b.getBF16Type());
+  if (name == "f16" || name == "fp16" || name == "float16")
+    return Type(b.getF16Type());
+  if (name == "f32" || name == "fp32" || name == "float32")
+    return Type(b.getF32Type());
+  return mlir::emitError(model->getLoc())
+         << "unknown " << option << " '" << name
+         << "' (expected bf16, f16 or f32)";
+}
+
+int64_t roundUp(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+/// Which unit owns each parameter: the innermost layer that contains it, or
+/// the root. A tie group split across units moves wholly to the root so that
+/// its one storage lives in one unit.
+struct UnitAssignment {
+  llvm::DenseMap<Operation *, int> unitOf;
+  /// Tie aliases, mapped to the parameter owning their storage.
+  llvm::DenseMap<Operation *, ParamOp> aliasOwner;
+};
+
+UnitAssignment assignUnits(ModelOp model, ArrayRef<NNModuleOp> layers) {
+  UnitAssignment assignment;
+  model.walk([&](ParamOp param) { assignment.unitOf[param] = kRootUnit; });
+  for (int index = 0, e = layers.size(); index < e; ++index)
+    NNModuleOp(layers[index]).walk([&](ParamOp param) {
+      assignment.unitOf[param] = index;
+    });
+  for (TieOp tie : model.getBody()->getOps<TieOp>()) {
+    SmallVector<ParamOp> members;
+    for (auto ref : tie.getParams().getAsRange<SymbolRefAttr>())
+      members.push_back(cast<ParamOp>(SymbolTable::lookupSymbolIn(model, ref)));
+    int unit = assignment.unitOf[members.front()];
+    for (ParamOp member : members)
+      if (assignment.unitOf[member] != unit)
+        unit = kRootUnit;
+    for (ParamOp member : members) {
+      assignment.unitOf[member] = unit;
+      if (member != members.front())
+        assignment.aliasOwner[member] = members.front();
+    }
+  }
+  return assignment;
+}
+
 struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
   using Base::Base;
+
   void runOnOperation() override {
-    getOperation().emitError("--apply-fsdp is not implemented yet");
-    signalPassFailure();
+    for (ModelOp model : getOperation().getOps<ModelOp>())
+      if (failed(applyTo(model)))
+        return signalPassFailure();
+  }
+
+  LogicalResult applyTo(ModelOp model) {
+    if (shards < 1)
+      return mlir::emitError(model->getLoc())
+             << "apply-fsdp needs shards >= 1, got " << int64_t(shards);
+    if (prefetch < 0)
+      return mlir::emitError(model->getLoc())
+             << "apply-fsdp needs prefetch >= 0, got " << int64_t(prefetch);
+    FailureOr<Type> compute = parseDtype(computeDtype, "compute-dtype", model);
+    FailureOr<Type> master = parseDtype(masterDtype, "master-dtype", model);
+    FailureOr<Type> reduce = parseDtype(reduceDtype, "reduce-dtype", model);
+    FailureOr<Type> optim = parseDtype(optimDtype, "optim-dtype", model);
+    if (failed(compute) || failed(master) || failed(reduce) || failed(optim))
+      return failure();
+
+    // Re-running replaces the previous plan.
+    for (Operation &op : llvm::make_early_inc_range(*model.getBody()))
+      if (isa<FsdpUnitOp>(op) ||
+          (isa<shard::GridOp>(op) &&
+           cast<shard::GridOp>(op).getSymName() == kGridName))
+        op.erase();
+
+    SmallVector<NNModuleOp> layers = getLayersInExecutionOrder(model);
+    if (layers.empty())
+      mlir::emitWarning(model->getLoc())
+          << "no discovered layers in @" << model.getSymName()
+          << ": every parameter is in the root FSDP unit "
+             "(run --discover-layers first)";
+    UnitAssignment assignment = assignUnits(model, layers);
+
+    OpBuilder builder = OpBuilder::atBlockBegin(model.getBody());
+    Location loc = model.getLoc();
+    shard::GridOp::create(builder, loc, kGridName,
+                          ArrayRef<int64_t>{int64_t(shards)});
+    builder.setInsertionPointToEnd(model.getBody());
+
+    int64_t totalPadding = 0;
+    auto createUnit = [&](int unit) {
+      bool isRoot = unit == kRootUnit;
+      std::string path = isRoot ? "" : getDottedPath(layers[unit]);
+      auto op = FsdpUnitOp::create(
+          builder, loc, builder.getStringAttr(isRoot ? "root" : path),
+          builder.getStringAttr(path), TypeAttr::get(*compute),
+          TypeAttr::get(*master), TypeAttr::get(*reduce), TypeAttr::get(*optim),
+          // FSDP2 keeps the root gathered from forward into backward.
+          builder.getBoolAttr(!isRoot && reshardAfterForward),
+          builder.getI64IntegerAttr(prefetch));
+      OpBuilder body =
+          OpBuilder::atBlockEnd(&op.getBodyRegion().emplaceBlock());
+      auto sharding = shard::ShardingOp::create(
+          body, loc, kGridName,
+          ArrayRef<shard::GridAxesAttr>{
+              DenseI16ArrayAttr::get(model.getContext(), {0})});
+      int64_t padding = 0;
+      model.walk([&](ParamOp param) {
+        if (assignment.unitOf[param] != unit ||
+            assignment.aliasOwner.count(param))
+          return;
+        RankedTensorType type = param.getTensorType();
+        int64_t dim0 = type.getDimSize(0);
+        int64_t padded = roundUp(dim0, shards);
+        padding += (padded - dim0) * (type.getNumElements() / dim0);
+        auto shardOp =
+            ShardParamOp::create(body, loc, getRelativeRef(model, param),
+                                 sharding, body.getI64IntegerAttr(padded));
+        SmallVector<Attribute> aliases;
+        for (auto [alias, owner] : assignment.aliasOwner)
+          if (owner == param)
+            aliases.push_back(getRelativeRef(model, alias));
+        if (!aliases.empty())
+          shardOp->setAttr("tied", body.getArrayAttr(aliases));
+        if (isFrozen(param))
+          shardOp->setAttr("frozen", body.getUnitAttr());
+      });
+      op->setAttr("padding_elements", builder.getI64IntegerAttr(padding));
+      totalPadding += padding;
+    };
+    createUnit(kRootUnit);
+    for (int unit = 0, e = layers.size(); unit < e; ++unit)
+      createUnit(unit);
+
+    mlir::emitRemark(model->getLoc())
+        << layers.size() + 1 << " FSDP units (root + " << layers.size()
+        << " layers) over shard.grid @" << kGridName << " of "
+        << int64_t(shards) << " shards; padding " << totalPadding
+        << " elements";
+    return success();
   }
 };
+
 } // namespace
 } // namespace mlir::parc

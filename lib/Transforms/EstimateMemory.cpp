@@ -1,17 +1,41 @@
-//===- EstimateMemory.cpp - --estimate-memory (under construction) ----------------===//
+//===- EstimateMemory.cpp - per-rank peak memory of a plan ----------------===//
 
+#include "parc/Analysis/MemoryEstimate.h"
 #include "parc/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace mlir::parc {
 #define GEN_PASS_DEF_ESTIMATEMEMORY
 #include "parc/Transforms/Passes.h.inc"
 
 namespace {
-struct EstimateMemoryPass : public impl::EstimateMemoryBase<EstimateMemoryPass> {
+struct EstimateMemoryPass
+    : public impl::EstimateMemoryBase<EstimateMemoryPass> {
   using Base::Base;
+
   void runOnOperation() override {
-    getOperation().emitError("--estimate-memory is not implemented yet");
-    signalPassFailure();
+    MemoryOptions options;
+    options.hardware = hardware;
+    options.hardwareDir = hardwareDir;
+    options.seqLen = seqLen;
+    options.microBatch = microBatch;
+    options.gradAccumulation = gradAccumulation;
+    options.imageTokens = imageTokens;
+    for (ModelOp model : getOperation().getOps<ModelOp>()) {
+      FailureOr<MemoryReport> report = estimateMemory(model, options);
+      if (failed(report))
+        return signalPassFailure();
+      report->print(llvm::outs());
+      Builder b(model.getContext());
+      model->setAttr("parc.predicted_peak_bytes",
+                     b.getI64IntegerAttr(report->peakBytes()));
+      model->setAttr(
+          "parc.predicted_peak_phase",
+          b.getStringAttr(report->ranks[report->peakRank].peakPhase));
+      model->setAttr("parc.predicted_fits", b.getBoolAttr(report->fits()));
+    }
   }
 };
 } // namespace

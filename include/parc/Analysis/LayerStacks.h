@@ -47,6 +47,11 @@ void setLayerStacks(ModelOp model, llvm::ArrayRef<LayerStack> stacks);
 /// The stack name and index of `module` if it is a discovered layer.
 std::optional<std::pair<llvm::StringRef, int64_t>> getLayerTag(NNModuleOp module);
 
+/// The discovered layers in the order the model's forward runs them,
+/// following parc.call from the root's @forward (vision before language in
+/// a vision-language model).
+llvm::SmallVector<NNModuleOp> getLayersInExecutionOrder(ModelOp model);
+
 /// Whether `op` (a module or parameter) lies in a frozen subtree.
 bool isFrozen(Operation *op);
 

@@ -50,6 +50,11 @@ struct MemoryOptions {
   std::string hardwareDir; // empty: getDefaultHardwareDir()
   int64_t seqLen = 4096;
   int64_t microBatch = 1;
+  /// Micro-batches per optimizer step; above 1 the sharded gradients live
+  /// through the whole step.
+  int64_t gradAccumulation = 1;
+  /// Image tokens per sample entering the vision tower (0: text-only).
+  int64_t imageTokens = 0;
 };
 
 struct MemoryReport {
@@ -64,6 +69,18 @@ struct MemoryReport {
   /// A readable table per rank kind.
   void print(llvm::raw_ostream &os) const;
 };
+
+/// Activation bytes one layer keeps for backward (`saved`) and rebuilds in
+/// backward (`recomputed`) under a remat decision ("none", "full",
+/// "selective"), with its op graph traced at `batch` x `tokens` and
+/// activations of `elementBytes` each.
+struct LayerActivationBytes {
+  int64_t saved = 0, recomputed = 0;
+};
+LayerActivationBytes estimateLayerActivations(NNModuleOp layer,
+                                              llvm::StringRef remat,
+                                              int64_t batch, int64_t tokens,
+                                              int64_t elementBytes);
 
 /// Estimates the memory of `model`'s plan; errors (no FSDP units, unknown
 /// hardware) are emitted on the model.

@@ -4,6 +4,7 @@
 #define PARC_TRANSFORMS_PASSES_H
 
 #include "Parc/IR/ParcOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::parc {

@@ -26,13 +26,31 @@ def PrintModelStats : Pass<"print-model-stats", "::mlir::ModuleOp"> {
 def DiscoverLayers : Pass<"discover-layers", "::mlir::ModuleOp"> {
   let summary = "Find the repeated layer stacks of a model from its structure";
   let description = [{
-    Flattens ModuleList / ModuleDict / Sequential containers at any depth and
-    groups runs of sibling blocks of one class that contain attention into
-    stacks (`language` for causal attention, `vision` for bidirectional).
+    Finds the layers of every `parc.model` from its structure, never from
+    class names. A layer is a non-container module reached through
+    ModuleList / ModuleDict / Sequential containers, flattened at any depth
+    (a ModuleDict keyed "0".."59" is the same as a ModuleList), whose
+    forward runs `parc.attention` (directly or through `parc.call`) and maps
+    one tensor to a tensor of the same type. Consecutive layers of one class
+    form a stack whatever their attributes or shapes (sliding and full
+    attention stay one stack). A stack is named `language` when its
+    attention is causal and `vision` when not (`language_1`, ... for more of
+    a kind); its path is the outermost container holding only its layers.
+
     Records `parc.stacks` on the model and `parc.stack` / `parc.layer_index`
-    on every layer, and remarks what it found. `stacks=` names the stacks'
-    container paths instead; a path that resolves to nothing, or to no
-    layers, is an error.
+    on every layer, and remarks each stack. A model without layers is valid:
+    it gets an empty `parc.stacks` and a warning naming the containers
+    searched. Running the pass again gives the same IR.
+
+    `stacks=` names the stacks' containers instead, in the order given:
+    every layer below a path joins that stack, whatever its class. A path
+    that resolves to nothing, holds no layers, mixes causal and
+    bidirectional layers or shares a layer with another path is an error.
+
+    ```
+    parc-opt --discover-layers model.mlir
+    parc-opt --discover-layers=stacks=model.language_model.layers model.mlir
+    ```
   }];
   let options = [
     ListOption<"stackPaths", "stacks", "std::string",
@@ -69,6 +87,7 @@ def ApplyFsdp : Pass<"apply-fsdp", "::mlir::ModuleOp"> {
     padding counted), keeps tied parameters in one unit stored once, and
     records the mixed-precision policy.
   }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
   let options = [
     Option<"shards", "shards", "int64_t", /*default=*/"1",
            "Number of FSDP shards (ranks on the fsdp axis)">,
@@ -94,7 +113,9 @@ def EstimateMemory : Pass<"estimate-memory", "::mlir::ModuleOp"> {
     (forward per unit: all-gather, compute, save or drop activations,
     reshard; backward in reverse: all-gather, recompute, gradients,
     reduce-scatter; optimizer step) and reports the true peak, when it
-    happens and what it is made of, against a hardware profile.
+    happens and what it is made of, against a hardware profile. Prints the
+    report and records `parc.predicted_peak_bytes`, `parc.predicted_peak_phase`
+    and `parc.predicted_fits` on the model.
   }];
   let options = [
     Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-80gb\"",
@@ -103,7 +124,11 @@ def EstimateMemory : Pass<"estimate-memory", "::mlir::ModuleOp"> {
            "Directory of hardware profiles (default: next to the tool)">,
     Option<"seqLen", "seq", "int64_t", /*default=*/"4096", "Sequence length">,
     Option<"microBatch", "mbs", "int64_t", /*default=*/"1",
-           "Micro-batch size per rank">
+           "Micro-batch size per rank">,
+    Option<"gradAccumulation", "grad-accum", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step">,
+    Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
+           "Image tokens per sample entering the vision tower">
   ];
 }
 
