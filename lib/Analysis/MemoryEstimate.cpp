@@ -477,7 +477,8 @@ void MemoryReport::print(llvm::raw_ostream &os) const {
        << " ranks) on " << hardware.description << ":\n";
     auto row = [&](StringRef what, int64_t bytes) {
       os << "  " << llvm::left_justify(what, 26)
-         << llvm::right_justify(formatBytes(bytes), 12) << "\n";
+         << llvm::right_justify(formatBytes(bytes), 12) << "  "
+         << llvm::format_decimal(bytes, 16) << " bytes\n";
     };
     const MemoryBreakdown &b = rank.atPeak;
     row("sharded parameters", b.shardedParameters);

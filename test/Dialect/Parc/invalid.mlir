@@ -342,3 +342,26 @@ parc.model @model_body class "M" {
   // expected-error@+1 {{'arith.constant' op is not allowed in the body of 'parc.model'}}
   %zero = arith.constant 0 : i32
 }
+
+// -----
+
+parc.model @short_padding class "M" {
+  shard.grid @fsdp(shape = 4)
+  parc.param @w : tensor<6x8xf32>
+  parc.fsdp_unit @root path "" attributes {compute_dtype = bf16, master_dtype = f32, optim_dtype = f32, prefetch = 1 : i64, reduce_dtype = f32, reshard_after_forward = false} {
+    %s = shard.sharding @fsdp split_axes = [[0]] : !shard.sharding
+    // expected-error@+1 {{padded_dim0 4 is smaller than dim 0 of @w (6)}}
+    parc.shard_param @w to %s {padded_dim0 = 4 : i64} : !shard.sharding
+  }
+}
+
+// -----
+
+parc.model @unit_missing_param class "M" {
+  shard.grid @fsdp(shape = 4)
+  parc.fsdp_unit @root path "" attributes {compute_dtype = bf16, master_dtype = f32, optim_dtype = f32, prefetch = 1 : i64, reduce_dtype = f32, reshard_after_forward = false} {
+    %s = shard.sharding @fsdp split_axes = [[0]] : !shard.sharding
+    // expected-error@+1 {{@gone does not name a parc.param}}
+    parc.shard_param @gone to %s {padded_dim0 = 4 : i64} : !shard.sharding
+  }
+}

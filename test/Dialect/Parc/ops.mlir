@@ -149,3 +149,22 @@ parc.model @vision class "TinyVision" {
     return %m : tensor<?x?x16xf32>
   }
 }
+
+// -----
+// A parallelisation plan: a grid and an FSDP unit sharding a parameter.
+
+// CHECK-LABEL: parc.model @planned class "M"
+parc.model @planned class "M" {
+  // CHECK: shard.grid @fsdp(shape = 4)
+  shard.grid @fsdp(shape = 4)
+  parc.module @proj "Linear" leaf {
+    parc.param @weight : tensor<6x8xf32>
+  }
+  // CHECK: parc.fsdp_unit @root path "" attributes {compute_dtype = bf16, master_dtype = f32, optim_dtype = f32, prefetch = 1 : i64, reduce_dtype = f32, reshard_after_forward = false}
+  parc.fsdp_unit @root path "" attributes {compute_dtype = bf16, master_dtype = f32, optim_dtype = f32, prefetch = 1 : i64, reduce_dtype = f32, reshard_after_forward = false} {
+    // CHECK-NEXT: %[[S:.*]] = shard.sharding @fsdp split_axes = {{\[\[}}0]] : !shard.sharding
+    %s = shard.sharding @fsdp split_axes = [[0]] : !shard.sharding
+    // CHECK-NEXT: parc.shard_param @proj::@weight to %[[S]] {padded_dim0 = 8 : i64} : !shard.sharding
+    parc.shard_param @proj::@weight to %s {padded_dim0 = 8 : i64} : !shard.sharding
+  }
+}

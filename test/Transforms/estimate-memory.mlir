@@ -1,0 +1,40 @@
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1" 2>/dev/null | FileCheck %s
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-remat=mode=full "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1" 2>/dev/null | FileCheck %s --check-prefix=FULL
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1 grad-accum=4" 2>/dev/null | FileCheck %s --check-prefix=ACCUM
+// RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --estimate-memory=hardware=cpu 2>&1 | FileCheck %s --check-prefix=NO-PLAN
+// RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 --estimate-memory=hardware=tpu-v9 2>&1 | FileCheck %s --check-prefix=HARDWARE
+
+// Two f32 layers of 1232 parameters and a tied 100x16 embedding (counted,
+// sharded and given moments once: 4064 parameters, 2032 per rank), seq 8.
+// The peak is the first layer backward: both layers' activations are still
+// saved, the root and layer 1 are gathered with layer 0 prefetched, and the
+// root's and layer 1's unsharded gradients are live.
+// CHECK: memory per rank (fsdp, 2 ranks)
+// CHECK-NEXT: sharded parameters {{.*}} 8128 bytes
+// CHECK-NEXT: unsharded parameters {{.*}} 16256 bytes
+// CHECK-NEXT: gradients {{.*}} 11328 bytes
+// CHECK-NEXT: optimizer state {{.*}} 16256 bytes
+// Per layer: input, norm output, q (attention's q = k = v), attention output,
+// residual, up output and activation output, plus fp32 logsumexp and rstd.
+// CHECK-NEXT: saved activations {{.*}} 9280 bytes
+// The largest single op: attention reading q three times and writing 8x16.
+// CHECK-NEXT: recompute working set {{.*}} 2048 bytes
+// CHECK-NEXT: logits and loss {{.*}} 0 bytes
+// CHECK-NEXT: fixed overhead {{.*}} 0 bytes
+// CHECK-NEXT: peak {{.*}} 63296 bytes
+// CHECK-NEXT: peak during: backward model.layers.1
+// CHECK-NEXT: capacity 24.00 GiB: fits
+// CHECK: parc.model @tiny {{.*}}parc.predicted_fits = true, parc.predicted_peak_bytes = 63296 : i64, parc.predicted_peak_phase = "backward model.layers.1"
+
+// Full remat keeps one layer input per layer (8x16 f32 = 512 bytes) and
+// rebuilds the layer being differentiated.
+// FULL: saved activations {{.*}} 1024 bytes
+// FULL-NEXT: recompute working set {{.*}} 6688 bytes
+// FULL: peak during: backward model.layers.1
+
+// With gradient accumulation the sharded gradients live all step.
+// ACCUM: gradients {{.*}} 19456 bytes
+
+// NO-PLAN: error: estimate-memory needs an FSDP plan: run --apply-fsdp (with shards=1 for a single rank)
+// HARDWARE: error: unknown hardware profile 'tpu-v9'
+// HARDWARE-SAME: a100-80gb, b200-192gb, cpu, h100-80gb, h200-141gb
