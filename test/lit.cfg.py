@@ -21,5 +21,5 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.parc_tools_dir, config.llvm_tools_dir]
-tools = ["parc-opt", "parc-translate"]
+tools = ["parc-opt", "parc-plan", "parc-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -1,0 +1,58 @@
+//===- Planner.h - parc-plan: a recipe in, a checked plan out ---*- C++ -*-===//
+//
+// The driver behind parc-plan: reads the recipe, imports the model, runs the
+// planning pipeline the recipe asks for, estimates every rank's memory and
+// renders the result as a report or a JSON document (docs/parc-plan.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_PLAN_PLANNER_H
+#define PARC_PLAN_PLANNER_H
+
+#include "parc/Plan/Recipe.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::parc {
+
+/// parc-plan's exit codes.
+enum PlanExitCode : int {
+  /// The plan is valid and predicted to fit.
+  kPlanFits = 0,
+  /// Any error: the recipe, the model or the plan.
+  kPlanError = 1,
+  /// The plan is valid but predicted not to fit in device memory.
+  kPlanDoesNotFit = 2,
+};
+
+/// What parc-plan was asked, apart from the recipe's contents.
+struct PlanInvocation {
+  /// The recipe file; empty when the request is made of flags alone.
+  std::string recipePath;
+  /// The arguments of `--set` (`key=value`), applied over the recipe in
+  /// order, then `flagSettings`.
+  std::vector<std::string> setOptions;
+  std::vector<RecipeSetting> flagSettings;
+  bool json = false;
+  /// Where to write the planned IR; empty for nowhere.
+  std::string emitMlirPath;
+  /// The hardware profile directory; empty for the one next to the tool.
+  std::string hardwareDir;
+};
+
+/// Adds the passes `request` asks for to `pm`, in the order torchtitan
+/// applies them: discover layers, remat, FSDP.
+void buildPlanPipeline(OpPassManager &pm, const PlanRequest &request);
+
+/// Runs parc-plan: writes the report (or the JSON document) to `out` and, in
+/// text mode, diagnostics to `err`. Returns a PlanExitCode.
+int runPlanner(const PlanInvocation &invocation, llvm::raw_ostream &out,
+               llvm::raw_ostream &err);
+
+} // namespace mlir::parc
+
+#endif // PARC_PLAN_PLANNER_H

@@ -1,0 +1,144 @@
+//===- Recipe.h - what to train, where and how ------------------*- C++ -*-===//
+//
+// A recipe (YAML) names a model, a batch, a cluster and a parallelism;
+// parc-plan turns it into a pass pipeline. `--set key=value` overrides and
+// parc-plan's flags are RecipeSettings over the same dotted keys, read by the
+// same code, so a value is checked the same way wherever it comes from:
+//
+//   model:    hf_config | mlir
+//   train:    seq_len, micro_batch_size, global_batch_size, compute_dtype,
+//             master_dtype, grad_reduce_dtype, optim_dtype, optimizer, frozen
+//   cluster:  hardware, nodes, gpus_per_node | gpus
+//   parallel: fsdp, tp, pp, remat, remat_scope, stacks
+//
+// This header is free of yaml-cpp: yaml-cpp reports errors by throwing, and
+// only Recipe.cpp is built with exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_PLAN_RECIPE_H
+#define PARC_PLAN_RECIPE_H
+
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlir::parc {
+
+/// A storage precision as recipes spell it.
+enum class RecipeDtype { BF16, FP16, FP32 };
+
+/// "bf16", "fp16", "fp32".
+StringRef getRecipeDtypeName(RecipeDtype dtype);
+/// The spelling of MLIR and of parc's pass options: "bf16", "f16", "f32".
+StringRef getMlirDtypeName(RecipeDtype dtype);
+
+/// Everything parc-plan needs to plan one training run, checked: the GPU
+/// count is used exactly, the global batch divides into micro-batches.
+struct PlanRequest {
+  // model: exactly one of the two, resolved against the recipe's directory.
+  std::string hfConfigPath;
+  std::string mlirPath;
+
+  // train:
+  int64_t seqLen = 0;
+  int64_t microBatchSize = 1;
+  int64_t globalBatchSize = 0;
+  RecipeDtype computeDtype = RecipeDtype::BF16;
+  RecipeDtype masterDtype = RecipeDtype::FP32;
+  RecipeDtype gradReduceDtype = RecipeDtype::FP32;
+  RecipeDtype optimDtype = RecipeDtype::FP32;
+  std::string optimizer = "adamw";
+  /// Dotted paths of modules that get no gradients.
+  std::vector<std::string> frozen;
+
+  // cluster:
+  std::string hardware;
+  int64_t nodes = 1;
+  int64_t gpusPerNode = 0;
+
+  // parallel:
+  int64_t fsdp = 0;
+  int64_t tp = 1;
+  int64_t pp = 1;
+  /// "full", "selective", "every:N" or "none".
+  std::string remat = "none";
+  /// "all", "language" or "vision".
+  std::string rematScope = "all";
+  /// Layer containers overriding discovery.
+  std::vector<std::string> stacks;
+
+  /// Micro-batches per optimizer step:
+  /// global batch / (micro-batch x data-parallel ranks).
+  int64_t gradAccumulation = 1;
+
+  int64_t getWorldSize() const { return nodes * gpusPerNode; }
+  /// Ranks that see different data; FSDP shards are data-parallel.
+  int64_t getDataParallelRanks() const { return fsdp; }
+
+  /// Where each dotted key's value came from (a recipe line, a --set, a
+  /// flag), so that a value refused later (an unknown hardware profile, a
+  /// frozen path naming nothing) is reported there.
+  std::map<std::string, LocationAttr> origins;
+  /// The origin of `key`, or of the recipe when the key took its default.
+  Location getLocation(StringRef key) const;
+  /// The recipe file, or unknown for a request made of flags.
+  LocationAttr recipeLoc;
+};
+
+/// One recipe key and the parc-plan flag that sets it.
+struct RecipeKey {
+  llvm::StringLiteral key;  // "train.seq_len"
+  llvm::StringLiteral flag; // "seq"
+  bool isList;
+  llvm::StringLiteral valueName; // "n", for --help
+  llvm::StringLiteral help;
+};
+
+/// Every key a recipe may hold, in the order the documentation lists them.
+ArrayRef<RecipeKey> getRecipeKeys();
+
+/// A value given outside the recipe file.
+struct RecipeSetting {
+  std::string key;
+  /// The value: YAML text from --set ("8192", "[model.layers]"), or a flag's
+  /// text taken literally, so that a path is never read as YAML syntax.
+  std::string value;
+  bool isYaml = true;
+  /// For a list given item by item (`--freeze a --freeze b`): the items,
+  /// used instead of `value`.
+  std::vector<std::string> items;
+  bool hasItems = false;
+  /// How the user spelt it, for diagnostics: "--set train.seq_len=8192".
+  std::string origin;
+};
+
+/// Parses the argument of `--set`: `dotted.key=value`.
+FailureOr<RecipeSetting> parseSetOption(StringRef text, MLIRContext *context);
+
+/// Reads the recipe in `text` (from `filename`; relative model paths resolve
+/// against `baseDir`) with `settings` applied over it in order. Every problem
+/// is emitted as a diagnostic at the key's YAML line (or at the setting that
+/// gave the value), and reading goes on so that one run reports them all.
+FailureOr<PlanRequest> readRecipe(StringRef text, StringRef filename,
+                                  StringRef baseDir,
+                                  ArrayRef<RecipeSetting> settings,
+                                  MLIRContext *context);
+
+/// Reads the recipe file at `path`.
+FailureOr<PlanRequest> readRecipeFile(StringRef path,
+                                      ArrayRef<RecipeSetting> settings,
+                                      MLIRContext *context);
+
+/// A request made of settings alone (parc-plan's flags, no recipe file);
+/// relative paths are the working directory's.
+FailureOr<PlanRequest> buildPlanRequest(ArrayRef<RecipeSetting> settings,
+                                        MLIRContext *context);
+
+} // namespace mlir::parc
+
+#endif // PARC_PLAN_RECIPE_H

@@ -1,0 +1,564 @@
+//===- Planner.cpp - parc-plan: a recipe in, a checked plan out -----------===//
+//
+// The story of one plan, in order: read the request, import the model, mark
+// what is frozen, run discover-layers -> apply-remat -> apply-fsdp, estimate
+// memory, render. Each step stops the run on error; what the earlier steps
+// learnt is still rendered, so a JSON consumer sees how far planning got.
+//
+//===----------------------------------------------------------------------===//
+
+#include "parc/Plan/Planner.h"
+
+#include "Parc/IR/ParcDialect.h"
+#include "parc/Analysis/HardwareProfile.h"
+#include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/MemoryEstimate.h"
+#include "parc/Analysis/ModelStats.h"
+#include "parc/Import/HFConfig.h"
+#include "parc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::parc;
+
+void mlir::parc::buildPlanPipeline(OpPassManager &pm,
+                                   const PlanRequest &request) {
+  DiscoverLayersOptions discover;
+  discover.stackPaths.assign(request.stacks.begin(), request.stacks.end());
+  pm.addPass(createDiscoverLayers(discover));
+
+  if (request.remat != "none") {
+    ApplyRematOptions remat;
+    remat.mode = request.remat;
+    remat.scope = request.rematScope;
+    pm.addPass(createApplyRemat(remat));
+  }
+
+  ApplyFsdpOptions fsdp;
+  fsdp.shards = request.fsdp;
+  fsdp.computeDtype = getMlirDtypeName(request.computeDtype).str();
+  fsdp.masterDtype = getMlirDtypeName(request.masterDtype).str();
+  fsdp.reduceDtype = getMlirDtypeName(request.gradReduceDtype).str();
+  fsdp.optimDtype = getMlirDtypeName(request.optimDtype).str();
+  pm.addPass(createApplyFsdp(fsdp));
+}
+
+namespace {
+
+/// One diagnostic as the JSON document and the text report show it.
+struct PlanDiagnostic {
+  std::string severity;
+  std::string message;
+  /// "file:line:col", a --set or flag, or empty when there is none.
+  std::string location;
+};
+
+StringRef getSeverityName(DiagnosticSeverity severity) {
+  switch (severity) {
+  case DiagnosticSeverity::Error:
+    return "error";
+  case DiagnosticSeverity::Warning:
+    return "warning";
+  case DiagnosticSeverity::Remark:
+    return "remark";
+  case DiagnosticSeverity::Note:
+    return "note";
+  }
+  llvm_unreachable("unknown severity");
+}
+
+/// The location as compilers print it: file:line:col, or the name of a
+/// setting ("--set train.seq_len=0").
+std::string formatLocation(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) +
+            ":" + llvm::Twine(file.getColumn()))
+        .str();
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (isa<UnknownLoc>(name.getChildLoc()))
+      return name.getName().str();
+    return formatLocation(name.getChildLoc());
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    return fused.getLocations().empty()
+               ? std::string()
+               : formatLocation(fused.getLocations().front());
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return formatLocation(callSite.getCallee());
+  if (isa<UnknownLoc>(loc))
+    return "";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return text;
+}
+
+/// Collects every diagnostic of the run; in text mode also prints it as it
+/// comes, in the form MLIR tools use.
+class DiagnosticCapture {
+public:
+  DiagnosticCapture(MLIRContext *context, bool print, llvm::raw_ostream &err)
+      : handler(context, [this, print, &err](Diagnostic &diag) {
+          record(diag.getSeverity(), diag.str(), diag.getLocation(), print,
+                 err);
+          for (Diagnostic &note : diag.getNotes())
+            record(note.getSeverity(), note.str(), note.getLocation(), print,
+                   err);
+          return success();
+        }) {}
+
+  const std::vector<PlanDiagnostic> &getDiagnostics() const {
+    return diagnostics;
+  }
+
+private:
+  void record(DiagnosticSeverity severity, std::string message, Location loc,
+              bool print, llvm::raw_ostream &err) {
+    PlanDiagnostic diag{getSeverityName(severity).str(), std::move(message),
+                        formatLocation(loc)};
+    if (print) {
+      if (!diag.location.empty())
+        err << diag.location << ": ";
+      err << diag.severity << ": " << diag.message << "\n";
+    }
+    diagnostics.push_back(std::move(diag));
+  }
+
+  std::vector<PlanDiagnostic> diagnostics;
+  ScopedDiagnosticHandler handler;
+};
+
+/// What the report says about the model.
+struct ModelSummary {
+  std::string name;
+  std::string className;
+  std::string source;
+  std::string file;
+  int64_t parameters = 0;
+  int64_t trainableParameters = 0;
+  /// Empty until discover-layers has run.
+  std::optional<SmallVector<LayerStack>> stacks;
+};
+
+/// How far planning got; rendered whatever the outcome.
+struct PlanOutcome {
+  std::optional<PlanRequest> request;
+  std::optional<ModelSummary> model;
+  std::string pipeline;
+  std::optional<MemoryReport> memory;
+  int exitCode = kPlanError;
+};
+
+/// Parameters that get gradients, counted as ModelStats counts: a tied
+/// tensor once. requires_grad belongs to the tensor, so freezing any module
+/// that holds a tied tensor freezes it for all of them, as
+/// `module.requires_grad_(False)` does in PyTorch.
+int64_t countTrainableParameters(ModelOp model, const ModelStats &stats) {
+  llvm::DenseSet<Operation *> aliases, frozenStorage;
+  for (TieOp tie : model.getBody()->getOps<TieOp>()) {
+    SmallVector<Operation *> members;
+    for (auto ref : tie.getParams().getAsRange<SymbolRefAttr>())
+      if (Operation *param = SymbolTable::lookupSymbolIn(model, ref))
+        members.push_back(param);
+    if (members.empty())
+      continue;
+    aliases.insert(std::next(members.begin()), members.end());
+    if (llvm::any_of(members, [](Operation *op) { return isFrozen(op); }))
+      frozenStorage.insert(members.front());
+  }
+  int64_t frozen = 0;
+  model.walk([&](ParamOp param) {
+    if (!aliases.contains(param) &&
+        (isFrozen(param) || frozenStorage.contains(param)))
+      frozen += param.getNumElements();
+  });
+  return stats.totalParameters - frozen;
+}
+
+OwningOpRef<ModuleOp> loadModel(const PlanRequest &request,
+                                MLIRContext *context) {
+  if (!request.mlirPath.empty())
+    return parseSourceFile<ModuleOp>(request.mlirPath, ParserConfig(context));
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(request.hfConfigPath, /*IsText=*/true);
+  if (!buffer) {
+    emitError(request.getLocation("model.hf_config"))
+        << "cannot read '" << request.hfConfigPath
+        << "': " << buffer.getError().message();
+    return nullptr;
+  }
+  return importHFConfig((*buffer)->getBuffer(), request.hfConfigPath, context);
+}
+
+/// The one parc.model of `module`.
+FailureOr<ModelOp> getModel(ModuleOp module, StringRef file) {
+  auto models = llvm::to_vector(module.getOps<ModelOp>());
+  if (models.size() != 1)
+    return emitError(module.getLoc()) << "expected one parc.model in '" << file
+                                      << "', found " << models.size();
+  return models.front();
+}
+
+/// Checks the frozen paths where the recipe gave them, then marks them.
+LogicalResult freezeModules(ModelOp model, const PlanRequest &request) {
+  bool allFound = true;
+  for (const std::string &path : request.frozen)
+    if (!isa_and_nonnull<NNModuleOp>(lookupDottedPath(model, path))) {
+      emitError(request.getLocation("train.frozen"))
+          << "frozen path '" << path << "' names no module of @"
+          << model.getSymName();
+      allFound = false;
+    }
+  if (!allFound)
+    return failure();
+  return markFrozen(model, request.frozen);
+}
+
+LogicalResult writeMlir(ModuleOp module, StringRef path) {
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &message);
+  if (!file)
+    return emitError(module.getLoc())
+           << "cannot write --emit-mlir file '" << path << "': " << message;
+  module.print(file->os());
+  file->os() << "\n";
+  file->keep();
+  return success();
+}
+
+/// Runs the story up to the memory estimate, filling `outcome` as it goes.
+void plan(const PlanInvocation &invocation, MLIRContext *context,
+          PlanOutcome &outcome) {
+  if (invocation.recipePath.empty() && invocation.setOptions.empty() &&
+      invocation.flagSettings.empty()) {
+    emitError(UnknownLoc::get(context))
+        << "nothing to plan: give a recipe (parc-plan RECIPE.yaml) or the "
+           "model, hardware and batch as flags (parc-plan --model "
+           "config.json --hardware h100-80gb --gpus 8 --seq 4096); see --help";
+    return;
+  }
+  std::vector<RecipeSetting> settings;
+  for (const std::string &text : invocation.setOptions) {
+    FailureOr<RecipeSetting> setting = parseSetOption(text, context);
+    if (failed(setting))
+      return;
+    settings.push_back(std::move(*setting));
+  }
+  llvm::append_range(settings, invocation.flagSettings);
+  FailureOr<PlanRequest> request =
+      invocation.recipePath.empty()
+          ? buildPlanRequest(settings, context)
+          : readRecipeFile(invocation.recipePath, settings, context);
+  if (failed(request))
+    return;
+  outcome.request = *request;
+
+  // The recipe format has tp and pp so that recipes need not change when
+  // the passes come; until then a plan that ignored them would be wrong.
+  for (auto [key, degree] :
+       {std::pair<StringRef, int64_t>{"parallel.tp", request->tp},
+        std::pair<StringRef, int64_t>{"parallel.pp", request->pp}})
+    if (degree > 1) {
+      emitError(request->getLocation(key))
+          << "tensor/pipeline parallelism is not supported yet (" << key
+          << " is " << degree
+          << "); parc-plan plans FSDP only: set tp and pp to 1";
+      return;
+    }
+
+  std::string hardwareDir = invocation.hardwareDir.empty()
+                                ? getDefaultHardwareDir()
+                                : invocation.hardwareDir;
+  if (failed(loadHardwareProfile(request->hardware, hardwareDir,
+                                 request->getLocation("cluster.hardware"))))
+    return;
+
+  OwningOpRef<ModuleOp> module = loadModel(*request, context);
+  if (!module)
+    return;
+  StringRef file = request->mlirPath.empty() ? StringRef(request->hfConfigPath)
+                                             : StringRef(request->mlirPath);
+  FailureOr<ModelOp> model = getModel(*module, file);
+  if (failed(model) || failed(freezeModules(*model, *request)))
+    return;
+
+  ModelStats stats = ModelStats::compute(*model);
+  ModelSummary summary;
+  summary.name = model->getSymName().str();
+  summary.className = model->getClassName().str();
+  if (auto source = (*model)->getAttrOfType<StringAttr>("parc.source"))
+    summary.source = source.getValue().str();
+  summary.file = file.str();
+  summary.parameters = stats.totalParameters;
+  summary.trainableParameters = countTrainableParameters(*model, stats);
+  outcome.model = summary;
+
+  PassManager pm(context, ModuleOp::getOperationName());
+  buildPlanPipeline(pm, *request);
+  llvm::raw_string_ostream pipeline(outcome.pipeline);
+  pm.printAsTextualPipeline(pipeline);
+
+  // On failure --emit-mlir writes what the pipeline was given, so that the
+  // failing pass can be rerun under parc-opt.
+  OwningOpRef<ModuleOp> input;
+  if (!invocation.emitMlirPath.empty())
+    input = module->clone();
+  if (failed(pm.run(*module))) {
+    emitRemark(model->getLoc())
+        << "planning stopped in the pipeline; rerun it on the IR that "
+           "--emit-mlir writes with parc-opt --pass-pipeline='"
+        << outcome.pipeline << "'";
+    if (input)
+      (void)writeMlir(*input, invocation.emitMlirPath);
+    return;
+  }
+  if (!invocation.emitMlirPath.empty() &&
+      failed(writeMlir(*module, invocation.emitMlirPath)))
+    return;
+  outcome.model->stacks = getLayerStacks(*model);
+
+  MemoryOptions options;
+  options.hardware = request->hardware;
+  options.hardwareDir = hardwareDir;
+  options.seqLen = request->seqLen;
+  options.microBatch = request->microBatchSize;
+  options.gradAccumulation = request->gradAccumulation;
+  FailureOr<MemoryReport> memory = estimateMemory(*model, options);
+  if (failed(memory))
+    return;
+  outcome.memory = *memory;
+  outcome.exitCode = memory->fits() ? kPlanFits : kPlanDoesNotFit;
+}
+
+/// 31273342464 -> "31,273,342,464".
+std::string formatCount(int64_t count) {
+  std::string digits = std::to_string(count < 0 ? -count : count);
+  std::string grouped;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0)
+      grouped += ',';
+    grouped += digits[i];
+  }
+  return count < 0 ? "-" + grouped : grouped;
+}
+
+void printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
+  if (!outcome.model)
+    return;
+  const ModelSummary &model = *outcome.model;
+  const PlanRequest &request = *outcome.request;
+  out << "model: @" << model.name << " (" << model.className;
+  if (!model.source.empty())
+    out << ", " << model.source;
+  out << ") from " << model.file << "\n";
+  out << "parameters: " << formatCount(model.parameters) << " total, "
+      << formatCount(model.trainableParameters) << " trainable\n";
+  if (model.stacks) {
+    out << "stacks:\n";
+    if (model.stacks->empty())
+      out << "  (none)\n";
+    for (const LayerStack &stack : *model.stacks)
+      out << "  " << llvm::left_justify(stack.name, 12) << " "
+          << llvm::left_justify(stack.path, 40) << " " << stack.layers.size()
+          << (stack.layers.size() == 1 ? " layer\n" : " layers\n");
+  }
+  out << "plan: " << request.getWorldSize() << " x " << request.hardware << " ("
+      << request.nodes << (request.nodes == 1 ? " node" : " nodes") << " x "
+      << request.gpusPerNode << ")\n";
+  out << "  parallel: fsdp " << request.fsdp << ", tp " << request.tp << ", pp "
+      << request.pp << "\n";
+  out << "  remat: " << request.remat;
+  if (request.remat != "none")
+    out << " (scope " << request.rematScope << ")";
+  out << "\n";
+  out << "  batch: seq " << request.seqLen << ", micro-batch "
+      << request.microBatchSize << ", global batch " << request.globalBatchSize
+      << ", grad accumulation " << request.gradAccumulation << "\n";
+  out << "  dtypes: compute " << getRecipeDtypeName(request.computeDtype)
+      << ", master " << getRecipeDtypeName(request.masterDtype)
+      << ", grad reduce " << getRecipeDtypeName(request.gradReduceDtype)
+      << ", optim " << getRecipeDtypeName(request.optimDtype) << " ("
+      << request.optimizer << ")\n";
+  out << "  frozen: "
+      << (request.frozen.empty() ? std::string("(none)")
+                                 : llvm::join(request.frozen, ", "))
+      << "\n";
+  out << "  pipeline: " << outcome.pipeline << "\n";
+  if (outcome.memory)
+    outcome.memory->print(out);
+}
+
+void writeBreakdown(llvm::json::OStream &j, const MemoryBreakdown &b) {
+  j.attributeObject("breakdown", [&] {
+    j.attribute("sharded_parameters", b.shardedParameters);
+    j.attribute("unsharded_parameters", b.unshardedParameters);
+    j.attribute("gradients", b.gradients);
+    j.attribute("optimizer_state", b.optimizerState);
+    j.attribute("saved_activations", b.savedActivations);
+    j.attribute("recompute_working_set", b.recomputeWorkingSet);
+    j.attribute("logits_and_loss", b.logitsAndLoss);
+    j.attribute("fixed_overhead", b.fixedOverhead);
+  });
+}
+
+void writeModel(llvm::json::OStream &j, const ModelSummary &model) {
+  j.attribute("name", model.name);
+  j.attribute("class", model.className);
+  j.attribute("source", model.source.empty() ? llvm::json::Value(nullptr)
+                                             : llvm::json::Value(model.source));
+  j.attribute("file", model.file);
+  j.attribute("parameters", model.parameters);
+  j.attribute("trainable_parameters", model.trainableParameters);
+  if (!model.stacks) {
+    j.attribute("stacks", nullptr);
+    return;
+  }
+  j.attributeArray("stacks", [&] {
+    for (const LayerStack &stack : *model.stacks)
+      j.object([&] {
+        j.attribute("name", stack.name);
+        j.attribute("path", stack.path);
+        j.attribute("layers", static_cast<int64_t>(stack.layers.size()));
+      });
+  });
+}
+
+void writePlan(llvm::json::OStream &j, const PlanRequest &request,
+               StringRef pipeline) {
+  j.attribute("world_size", request.getWorldSize());
+  j.attribute("nodes", request.nodes);
+  j.attribute("gpus_per_node", request.gpusPerNode);
+  j.attribute("hardware", request.hardware);
+  j.attribute("fsdp", request.fsdp);
+  j.attribute("tp", request.tp);
+  j.attribute("pp", request.pp);
+  j.attribute("data_parallel", request.getDataParallelRanks());
+  j.attribute("remat", request.remat);
+  j.attribute("remat_scope", request.rematScope);
+  j.attribute("seq_len", request.seqLen);
+  j.attribute("micro_batch_size", request.microBatchSize);
+  j.attribute("global_batch_size", request.globalBatchSize);
+  j.attribute("grad_accum", request.gradAccumulation);
+  j.attributeObject("dtypes", [&] {
+    j.attribute("compute", getRecipeDtypeName(request.computeDtype));
+    j.attribute("master", getRecipeDtypeName(request.masterDtype));
+    j.attribute("grad_reduce", getRecipeDtypeName(request.gradReduceDtype));
+    j.attribute("optim", getRecipeDtypeName(request.optimDtype));
+  });
+  j.attribute("optimizer", request.optimizer);
+  j.attributeArray("frozen", [&] {
+    for (const std::string &path : request.frozen)
+      j.value(path);
+  });
+  j.attributeArray("stacks_override", [&] {
+    for (const std::string &path : request.stacks)
+      j.value(path);
+  });
+  j.attribute("pipeline", pipeline);
+}
+
+void writeMemory(llvm::json::OStream &j, const MemoryReport &memory) {
+  j.attribute("hardware", memory.hardware.name);
+  j.attribute("capacity_bytes", memory.hardware.memoryBytes);
+  j.attribute("peak_bytes", memory.peakBytes());
+  const RankMemory *peak =
+      memory.ranks.empty() ? nullptr : &memory.ranks[memory.peakRank];
+  j.attribute("peak_rank", peak ? llvm::json::Value(peak->rankKind) : nullptr);
+  j.attribute("peak_phase",
+              peak ? llvm::json::Value(peak->peakPhase) : nullptr);
+  j.attribute("fits", memory.fits());
+  j.attribute("headroom_bytes", memory.headroomBytes());
+  writeBreakdown(j, peak ? peak->atPeak : MemoryBreakdown());
+  j.attributeArray("ranks", [&] {
+    for (const RankMemory &rank : memory.ranks)
+      j.object([&] {
+        j.attribute("kind", rank.rankKind);
+        j.attribute("count", rank.rankCount);
+        j.attribute("peak_bytes", rank.peakBytes);
+        j.attribute("peak_phase", rank.peakPhase);
+        writeBreakdown(j, rank.atPeak);
+      });
+  });
+}
+
+StringRef getStatusName(int exitCode) {
+  switch (exitCode) {
+  case kPlanFits:
+    return "fits";
+  case kPlanDoesNotFit:
+    return "does_not_fit";
+  default:
+    return "error";
+  }
+}
+
+void printJson(const PlanInvocation &invocation, const PlanOutcome &outcome,
+               ArrayRef<PlanDiagnostic> diagnostics, llvm::raw_ostream &out) {
+  llvm::json::OStream j(out, /*IndentSize=*/2);
+  j.object([&] {
+    j.attribute("version", 1);
+    j.attribute("status", getStatusName(outcome.exitCode));
+    j.attribute("recipe", invocation.recipePath.empty()
+                              ? llvm::json::Value(nullptr)
+                              : llvm::json::Value(invocation.recipePath));
+    if (outcome.model)
+      j.attributeObject("model", [&] { writeModel(j, *outcome.model); });
+    else
+      j.attribute("model", nullptr);
+    if (outcome.request)
+      j.attributeObject(
+          "plan", [&] { writePlan(j, *outcome.request, outcome.pipeline); });
+    else
+      j.attribute("plan", nullptr);
+    if (outcome.memory)
+      j.attributeObject("memory", [&] { writeMemory(j, *outcome.memory); });
+    else
+      j.attribute("memory", nullptr);
+    j.attributeArray("diagnostics", [&] {
+      for (const PlanDiagnostic &diag : diagnostics)
+        j.object([&] {
+          j.attribute("severity", diag.severity);
+          j.attribute("message", diag.message);
+          j.attribute("location", diag.location.empty()
+                                      ? llvm::json::Value(nullptr)
+                                      : llvm::json::Value(diag.location));
+        });
+    });
+  });
+  out << "\n";
+}
+
+} // namespace
+
+int mlir::parc::runPlanner(const PlanInvocation &invocation,
+                           llvm::raw_ostream &out, llvm::raw_ostream &err) {
+  MLIRContext context;
+  context.loadDialect<ParcDialect, func::FuncDialect, shard::ShardDialect,
+                      arith::ArithDialect>();
+  DiagnosticCapture capture(&context, /*print=*/!invocation.json, err);
+
+  PlanOutcome outcome;
+  plan(invocation, &context, outcome);
+
+  if (invocation.json)
+    printJson(invocation, outcome, capture.getDiagnostics(), out);
+  else if (outcome.exitCode != kPlanError)
+    printText(outcome, out);
+  out.flush();
+  return outcome.exitCode;
+}

@@ -1,0 +1,622 @@
+//===- Recipe.cpp - read a training recipe from YAML ----------------------===//
+//
+// The recipe is flattened to dotted keys first, each with the location of its
+// key; settings (--set, flags) then replace entries, and one typed reader
+// checks every value wherever it came from. yaml-cpp throws on malformed
+// input and on bad node access: every such exception is caught here and
+// becomes a diagnostic at the line it names, so none escapes into the rest of
+// parc, which is built without exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "parc/Plan/Recipe.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVectorExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::parc;
+
+StringRef mlir::parc::getRecipeDtypeName(RecipeDtype dtype) {
+  switch (dtype) {
+  case RecipeDtype::BF16:
+    return "bf16";
+  case RecipeDtype::FP16:
+    return "fp16";
+  case RecipeDtype::FP32:
+    return "fp32";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+StringRef mlir::parc::getMlirDtypeName(RecipeDtype dtype) {
+  switch (dtype) {
+  case RecipeDtype::BF16:
+    return "bf16";
+  case RecipeDtype::FP16:
+    return "f16";
+  case RecipeDtype::FP32:
+    return "f32";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+Location PlanRequest::getLocation(StringRef key) const {
+  auto it = origins.find(key.str());
+  return it != origins.end() ? Location(it->second) : Location(recipeLoc);
+}
+
+static constexpr RecipeKey kRecipeKeys[] = {
+    {"model.hf_config", "model", false, "path",
+     "Hugging Face config.json of the model"},
+    {"model.mlir", "mlir", false, "path", "parc IR (.mlir) of the model"},
+    {"train.seq_len", "seq", false, "n", "Sequence length in tokens"},
+    {"train.micro_batch_size", "mbs", false, "n",
+     "Sequences per rank per forward (default 1)"},
+    {"train.global_batch_size", "gbs", false, "n",
+     "Sequences per optimizer step (default: micro-batch x data-parallel "
+     "ranks)"},
+    {"train.compute_dtype", "dtype", false, "dtype",
+     "Dtype of forward/backward compute: bf16, fp16, fp32 (default bf16)"},
+    {"train.master_dtype", "master-dtype", false, "dtype",
+     "Dtype of the sharded master parameters (default fp32)"},
+    {"train.grad_reduce_dtype", "grad-reduce-dtype", false, "dtype",
+     "Dtype of the gradient reduce-scatter (default fp32)"},
+    {"train.optim_dtype", "optim-dtype", false, "dtype",
+     "Dtype of the AdamW moments (default fp32)"},
+    {"train.optimizer", "optimizer", false, "name",
+     "Optimizer: adamw (default)"},
+    {"train.frozen", "freeze", true, "path",
+     "Dotted paths of modules to freeze (no gradients, no optimizer state)"},
+    {"cluster.hardware", "hardware", false, "name",
+     "Hardware profile name (hardware/<name>.json)"},
+    {"cluster.nodes", "nodes", false, "n", "Nodes (default 1)"},
+    {"cluster.gpus_per_node", "gpus-per-node", false, "n", "GPUs per node"},
+    {"cluster.gpus", "gpus", false, "n",
+     "GPUs in all (instead of gpus_per_node: gpus / nodes per node)"},
+    {"parallel.fsdp", "fsdp", false, "n",
+     "FSDP shards (default: every GPU not used by tp x pp)"},
+    {"parallel.tp", "tp", false, "n", "Tensor-parallel degree (default 1)"},
+    {"parallel.pp", "pp", false, "n", "Pipeline-parallel degree (default 1)"},
+    {"parallel.remat", "remat", false, "mode",
+     "Activation remat: full, selective, every:N, none (default none)"},
+    {"parallel.remat_scope", "remat-scope", false, "scope",
+     "Stacks remat applies to: all, language, vision (default all)"},
+    {"parallel.stacks", "stacks", true, "path",
+     "Dotted paths of the layer containers, overriding layer discovery"},
+};
+
+ArrayRef<RecipeKey> mlir::parc::getRecipeKeys() { return kRecipeKeys; }
+
+static constexpr llvm::StringLiteral kSections[] = {"model", "train", "cluster",
+                                                    "parallel"};
+
+static const RecipeKey *findRecipeKey(StringRef key) {
+  for (const RecipeKey &known : kRecipeKeys)
+    if (known.key == key)
+      return &known;
+  return nullptr;
+}
+
+FailureOr<RecipeSetting> mlir::parc::parseSetOption(StringRef text,
+                                                    MLIRContext *context) {
+  Location loc = NameLoc::get(StringAttr::get(context, "--set " + text));
+  auto [key, value] = text.split('=');
+  key = key.trim();
+  if (!text.contains('=') || key.empty())
+    return emitError(loc) << "--set expects key=value (e.g. "
+                             "train.seq_len=8192), got '"
+                          << text << "'";
+  if (!findRecipeKey(key)) {
+    SmallVector<StringRef> known = llvm::map_to_vector(
+        kRecipeKeys, [](const RecipeKey &k) { return StringRef(k.key); });
+    return emitError(loc) << "unknown recipe key '" << key
+                          << "' (known: " << llvm::join(known, ", ") << ")";
+  }
+  RecipeSetting setting;
+  setting.key = key.str();
+  setting.value = value.str();
+  setting.origin = ("--set " + text).str();
+  return setting;
+}
+
+namespace {
+
+/// A dotted key's value and where its key was written.
+struct Entry {
+  YAML::Node value;
+  Location loc;
+  /// Whether the value comes from the recipe file, whose relative paths
+  /// resolve against the file's directory.
+  bool fromFile;
+};
+
+class RecipeReader {
+public:
+  RecipeReader(MLIRContext *context, StringRef filename, StringRef baseDir)
+      : context(context), filename(filename), baseDir(baseDir) {}
+
+  FailureOr<PlanRequest> read(StringRef text, ArrayRef<RecipeSetting> settings);
+
+private:
+  Location fileLoc(unsigned line = 1, unsigned column = 1) const {
+    if (filename.empty())
+      return UnknownLoc::get(context);
+    return FileLineColLoc::get(context, filename, line, column);
+  }
+  /// yaml-cpp counts lines and columns from 0.
+  Location markLoc(const YAML::Mark &mark) const {
+    if (mark.is_null())
+      return fileLoc();
+    return fileLoc(mark.line + 1, mark.column + 1);
+  }
+  InFlightDiagnostic error(Location loc) {
+    failed = true;
+    return emitError(loc);
+  }
+  InFlightDiagnostic error(const Entry &entry) { return error(entry.loc); }
+
+  void flatten(StringRef text);
+  void apply(const RecipeSetting &setting);
+  void build(PlanRequest &request);
+  void check(PlanRequest &request);
+
+  const Entry *lookup(StringRef key) const {
+    auto it = entries.find(key.str());
+    return it == entries.end() ? nullptr : &it->second;
+  }
+  void missing(StringRef key);
+  /// A scalar's text, or an error naming what `key` must be.
+  std::optional<std::string> scalar(StringRef key, StringRef expected);
+  void readPositive(StringRef key, int64_t &out);
+  void readString(StringRef key, std::string &out);
+  void readChoice(StringRef key, ArrayRef<StringRef> choices, std::string &out);
+  void readDtype(StringRef key, RecipeDtype &out);
+  void readList(StringRef key, std::vector<std::string> &out);
+  void readRemat(StringRef key, std::string &out);
+  /// The path at `key`, resolved and required to name a file.
+  std::string readPath(StringRef key);
+
+  MLIRContext *context;
+  std::string filename;
+  std::string baseDir;
+  std::map<std::string, Entry> entries;
+  /// cluster.gpus, the alternative to gpus_per_node.
+  int64_t totalGpus = 0;
+  bool failed = false;
+};
+
+/// Describes a node for "must be X, got Y" messages.
+std::string describe(const YAML::Node &node) {
+  switch (node.Type()) {
+  case YAML::NodeType::Null:
+    return "nothing";
+  case YAML::NodeType::Scalar:
+    return "'" + node.Scalar() + "'";
+  case YAML::NodeType::Sequence:
+    return "a list";
+  case YAML::NodeType::Map:
+    return "a mapping";
+  case YAML::NodeType::Undefined:
+    break;
+  }
+  return "nothing";
+}
+
+std::string joinKnownKeys(StringRef section) {
+  SmallVector<StringRef> names;
+  for (const RecipeKey &key : kRecipeKeys) {
+    auto [keySection, name] = StringRef(key.key).split('.');
+    if (keySection == section)
+      names.push_back(name);
+  }
+  return llvm::join(names, ", ");
+}
+
+void RecipeReader::flatten(StringRef text) {
+  YAML::Node root = YAML::Load(text.str());
+  if (root.IsNull())
+    return;
+  if (!root.IsMap()) {
+    error(markLoc(root.Mark())) << "a recipe must be a mapping of sections ("
+                                << llvm::join(ArrayRef(kSections), ", ") << ")";
+    return;
+  }
+  for (const auto &section : root) {
+    std::string name = section.first.as<std::string>();
+    Location sectionLoc = markLoc(section.first.Mark());
+    if (!llvm::is_contained(kSections, name)) {
+      error(sectionLoc) << "unknown section '" << name
+                        << "' (known: " << llvm::join(ArrayRef(kSections), ", ")
+                        << ")";
+      continue;
+    }
+    if (section.second.IsNull())
+      continue;
+    if (!section.second.IsMap()) {
+      error(sectionLoc) << "section '" << name
+                        << "' must be a mapping of keys ("
+                        << joinKnownKeys(name) << ")";
+      continue;
+    }
+    for (const auto &item : section.second) {
+      std::string key = name + "." + item.first.as<std::string>();
+      Location keyLoc = markLoc(item.first.Mark());
+      if (!findRecipeKey(key)) {
+        error(keyLoc) << "unknown key '" << item.first.as<std::string>()
+                      << "' in section '" << name
+                      << "' (known: " << joinKnownKeys(name) << ")";
+        continue;
+      }
+      auto [it, isNew] =
+          entries.try_emplace(key, Entry{item.second, keyLoc, true});
+      if (!isNew) {
+        error(keyLoc) << "key '" << key << "' is given twice";
+        emitRemark(it->second.loc) << "first given here";
+      }
+    }
+  }
+}
+
+void RecipeReader::apply(const RecipeSetting &setting) {
+  Location loc = NameLoc::get(StringAttr::get(context, setting.origin));
+  if (!findRecipeKey(setting.key)) {
+    error(loc) << "unknown recipe key '" << setting.key << "'";
+    return;
+  }
+  YAML::Node value;
+  if (setting.hasItems) {
+    value = YAML::Node(YAML::NodeType::Sequence);
+    for (const std::string &item : setting.items)
+      value.push_back(item);
+  } else if (!setting.isYaml) {
+    value = YAML::Node(setting.value);
+  } else {
+    try {
+      value = YAML::Load(setting.value);
+    } catch (const YAML::Exception &e) {
+      error(loc) << "malformed value for '" << setting.key << "': " << e.msg;
+      return;
+    }
+  }
+  // A setting replaces what the recipe says, including the key's
+  // alternative: --model over a recipe with model.mlir plans the config.
+  static constexpr std::pair<llvm::StringLiteral, llvm::StringLiteral>
+      kAlternatives[] = {{"model.hf_config", "model.mlir"},
+                         {"cluster.gpus", "cluster.gpus_per_node"}};
+  for (auto [first, second] : kAlternatives) {
+    if (setting.key == first)
+      entries.erase(second.str());
+    if (setting.key == second)
+      entries.erase(first.str());
+  }
+  entries.insert_or_assign(setting.key, Entry{value, loc, false});
+}
+
+void RecipeReader::missing(StringRef key) {
+  const RecipeKey *known = findRecipeKey(key);
+  error(fileLoc()) << "missing required key '" << key << "' (flag --"
+                   << known->flag << ")";
+}
+
+std::optional<std::string> RecipeReader::scalar(StringRef key,
+                                                StringRef expected) {
+  const Entry *entry = lookup(key);
+  if (!entry)
+    return std::nullopt;
+  if (!entry->value.IsScalar()) {
+    error(*entry) << "key '" << key << "' must be " << expected << ", got "
+                  << describe(entry->value);
+    return std::nullopt;
+  }
+  return entry->value.Scalar();
+}
+
+void RecipeReader::readPositive(StringRef key, int64_t &out) {
+  const Entry *entry = lookup(key);
+  std::optional<std::string> text = scalar(key, "a positive integer");
+  if (!text)
+    return;
+  int64_t value;
+  // A quoted "8" is a string in YAML; yaml-cpp tags non-plain scalars "!".
+  if (entry->value.Tag() == "!") {
+    error(*entry) << "key '" << key
+                  << "' must be a positive integer, got the quoted string '"
+                  << *text << "'";
+    return;
+  }
+  if (StringRef(*text).getAsInteger(10, value)) {
+    error(*entry) << "key '" << key << "' must be a positive integer, got '"
+                  << *text << "'";
+    return;
+  }
+  if (value <= 0) {
+    error(*entry) << "key '" << key << "' must be positive, got " << value;
+    return;
+  }
+  out = value;
+}
+
+void RecipeReader::readString(StringRef key, std::string &out) {
+  std::optional<std::string> text = scalar(key, "a string");
+  if (!text)
+    return;
+  if (text->empty()) {
+    error(*lookup(key)) << "key '" << key << "' must not be empty";
+    return;
+  }
+  out = *text;
+}
+
+void RecipeReader::readChoice(StringRef key, ArrayRef<StringRef> choices,
+                              std::string &out) {
+  std::optional<std::string> text =
+      scalar(key, ("one of " + llvm::join(choices, ", ")));
+  if (!text)
+    return;
+  if (!llvm::is_contained(choices, *text)) {
+    error(*lookup(key)) << "key '" << key << "' must be one of "
+                        << llvm::join(choices, ", ") << ", got '" << *text
+                        << "'";
+    return;
+  }
+  out = *text;
+}
+
+void RecipeReader::readDtype(StringRef key, RecipeDtype &out) {
+  std::string name;
+  readChoice(key, {"bf16", "fp16", "fp32"}, name);
+  if (name == "bf16")
+    out = RecipeDtype::BF16;
+  else if (name == "fp16")
+    out = RecipeDtype::FP16;
+  else if (name == "fp32")
+    out = RecipeDtype::FP32;
+}
+
+void RecipeReader::readList(StringRef key, std::vector<std::string> &out) {
+  const Entry *entry = lookup(key);
+  if (!entry || entry->value.IsNull())
+    return;
+  // A single path is a list of one: `stacks: model.layers`.
+  if (entry->value.IsScalar()) {
+    out = {entry->value.Scalar()};
+    return;
+  }
+  if (entry->value.IsSequence()) {
+    std::vector<std::string> items;
+    for (const YAML::Node &item : entry->value) {
+      if (!item.IsScalar() || item.Scalar().empty()) {
+        error(item.Mark().is_null() || !entry->fromFile ? entry->loc
+                                                        : markLoc(item.Mark()))
+            << "key '" << key << "' must be a list of dotted paths, got "
+            << describe(item) << " in it";
+        return;
+      }
+      items.push_back(item.Scalar());
+    }
+    out = std::move(items);
+    return;
+  }
+  error(*entry) << "key '" << key << "' must be a list of dotted paths, got "
+                << describe(entry->value);
+}
+
+void RecipeReader::readRemat(StringRef key, std::string &out) {
+  std::optional<std::string> text =
+      scalar(key, "one of full, selective, every:N, none");
+  if (!text)
+    return;
+  StringRef mode = *text;
+  int64_t every;
+  if (mode == "full" || mode == "selective" || mode == "none") {
+    out = mode.str();
+    return;
+  }
+  if (mode.consume_front("every:") && !mode.getAsInteger(10, every) &&
+      every > 0) {
+    out = "every:" + std::to_string(every);
+    return;
+  }
+  error(*lookup(key)) << "key '" << key
+                      << "' must be one of full, selective, every:N (N > 0), "
+                         "none, got '"
+                      << *text << "'";
+}
+
+std::string RecipeReader::readPath(StringRef key) {
+  std::string text;
+  readString(key, text);
+  if (text.empty())
+    return text;
+  const Entry *entry = lookup(key);
+  llvm::SmallString<256> path(text);
+  if (entry->fromFile && llvm::sys::path::is_relative(path)) {
+    path = baseDir;
+    llvm::sys::path::append(path, text);
+    llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+  }
+  if (!llvm::sys::fs::is_regular_file(path)) {
+    InFlightDiagnostic diag = error(*entry) << "key '" << key << "' names '"
+                                            << text << "', which ";
+    diag << (llvm::sys::fs::exists(path) ? "is not a file" : "does not exist");
+    if (StringRef(path) != text)
+      diag << " (resolved against the recipe's directory: '" << path << "')";
+  }
+  return std::string(path);
+}
+
+void RecipeReader::build(PlanRequest &request) {
+  bool hasConfig = lookup("model.hf_config"), hasMlir = lookup("model.mlir");
+  if (hasConfig && hasMlir)
+    error(*lookup("model.mlir"))
+        << "a recipe names its model once: 'model.hf_config' or "
+           "'model.mlir', not both";
+  else if (!hasConfig && !hasMlir)
+    error(fileLoc()) << "missing required key 'model.hf_config' or "
+                        "'model.mlir' (flag --model or --mlir)";
+  else if (hasConfig)
+    request.hfConfigPath = readPath("model.hf_config");
+  else
+    request.mlirPath = readPath("model.mlir");
+
+  if (!lookup("train.seq_len"))
+    missing("train.seq_len");
+  readPositive("train.seq_len", request.seqLen);
+  readPositive("train.micro_batch_size", request.microBatchSize);
+  readPositive("train.global_batch_size", request.globalBatchSize);
+  readDtype("train.compute_dtype", request.computeDtype);
+  readDtype("train.master_dtype", request.masterDtype);
+  readDtype("train.grad_reduce_dtype", request.gradReduceDtype);
+  readDtype("train.optim_dtype", request.optimDtype);
+  readChoice("train.optimizer", {"adamw"}, request.optimizer);
+  readList("train.frozen", request.frozen);
+
+  if (!lookup("cluster.hardware"))
+    missing("cluster.hardware");
+  readString("cluster.hardware", request.hardware);
+  readPositive("cluster.nodes", request.nodes);
+  readPositive("cluster.gpus_per_node", request.gpusPerNode);
+  readPositive("cluster.gpus", totalGpus);
+
+  readPositive("parallel.fsdp", request.fsdp);
+  readPositive("parallel.tp", request.tp);
+  readPositive("parallel.pp", request.pp);
+  readRemat("parallel.remat", request.remat);
+  readChoice("parallel.remat_scope", {"all", "language", "vision"},
+             request.rematScope);
+  readList("parallel.stacks", request.stacks);
+}
+
+/// The relations between keys, once each value is valid on its own.
+void RecipeReader::check(PlanRequest &request) {
+  int64_t gpus = totalGpus;
+  const Entry *gpusEntry = lookup("cluster.gpus");
+  const Entry *perNodeEntry = lookup("cluster.gpus_per_node");
+  if (gpusEntry && gpus > 0) {
+    if (gpus % request.nodes != 0) {
+      error(*gpusEntry) << "cluster.gpus " << gpus
+                        << " does not divide over cluster.nodes "
+                        << request.nodes;
+      return;
+    }
+    if (perNodeEntry && request.gpusPerNode * request.nodes != gpus) {
+      error(*gpusEntry) << "cluster.gpus " << gpus << " disagrees with "
+                        << request.nodes << " nodes x gpus_per_node "
+                        << request.gpusPerNode;
+      return;
+    }
+    request.gpusPerNode = gpus / request.nodes;
+  } else if (!perNodeEntry) {
+    error(fileLoc()) << "missing required key 'cluster.gpus_per_node' or "
+                        "'cluster.gpus' (flag --gpus-per-node or --gpus)";
+  }
+  if (failed)
+    return;
+
+  int64_t world = request.getWorldSize();
+  std::string cluster =
+      (llvm::Twine(world) + " GPUs (" + llvm::Twine(request.nodes) + " node" +
+       (request.nodes == 1 ? "" : "s") + " x " +
+       llvm::Twine(request.gpusPerNode) + ")")
+          .str();
+  const Entry *parallelEntry = lookup("parallel.fsdp");
+  if (!parallelEntry)
+    parallelEntry = lookup("parallel.tp");
+  if (!parallelEntry)
+    parallelEntry = lookup("parallel.pp");
+  Location parallelLoc = parallelEntry ? parallelEntry->loc : fileLoc();
+  if (!lookup("parallel.fsdp")) {
+    // FSDP takes every GPU that tensor and pipeline parallelism leave.
+    if (world % (request.tp * request.pp) != 0) {
+      error(parallelLoc) << "tp " << request.tp << " x pp " << request.pp
+                         << " does not divide the " << cluster;
+      return;
+    }
+    request.fsdp = world / (request.tp * request.pp);
+  }
+  if (request.fsdp * request.tp * request.pp != world) {
+    error(parallelLoc) << "fsdp " << request.fsdp << " x tp " << request.tp
+                       << " x pp " << request.pp << " = "
+                       << request.fsdp * request.tp * request.pp
+                       << " GPUs, but the cluster has " << cluster
+                       << "; the product must use every GPU";
+    return;
+  }
+
+  int64_t perStep = request.microBatchSize * request.getDataParallelRanks();
+  const Entry *gbsEntry = lookup("train.global_batch_size");
+  if (!gbsEntry) {
+    request.globalBatchSize = perStep;
+  } else if (request.globalBatchSize % perStep != 0) {
+    error(*gbsEntry) << "global_batch_size " << request.globalBatchSize
+                     << " is not a multiple of micro_batch_size "
+                     << request.microBatchSize << " x data-parallel ranks "
+                     << request.getDataParallelRanks() << " = " << perStep
+                     << "; gradient accumulation must be a whole number";
+    return;
+  }
+  request.gradAccumulation = request.globalBatchSize / perStep;
+}
+
+FailureOr<PlanRequest> RecipeReader::read(StringRef text,
+                                          ArrayRef<RecipeSetting> settings) {
+  PlanRequest request;
+  request.recipeLoc = fileLoc();
+  try {
+    flatten(text);
+    for (const RecipeSetting &setting : settings)
+      apply(setting);
+    build(request);
+    if (!failed)
+      check(request);
+  } catch (const YAML::Exception &e) {
+    error(markLoc(e.mark)) << "malformed recipe: " << e.msg;
+  } catch (const std::exception &e) {
+    error(fileLoc()) << "cannot read recipe: " << e.what();
+  }
+  if (failed)
+    return failure();
+  for (const auto &[key, entry] : entries)
+    request.origins[key] = entry.loc;
+  return request;
+}
+
+} // namespace
+
+FailureOr<PlanRequest>
+mlir::parc::readRecipe(StringRef text, StringRef filename, StringRef baseDir,
+                       ArrayRef<RecipeSetting> settings, MLIRContext *context) {
+  return RecipeReader(context, filename, baseDir).read(text, settings);
+}
+
+FailureOr<PlanRequest>
+mlir::parc::readRecipeFile(StringRef path, ArrayRef<RecipeSetting> settings,
+                           MLIRContext *context) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return emitError(UnknownLoc::get(context))
+           << "cannot read recipe '" << path
+           << "': " << buffer.getError().message();
+  StringRef dir = llvm::sys::path::parent_path(path);
+  return readRecipe((*buffer)->getBuffer(), path, dir.empty() ? "." : dir,
+                    settings, context);
+}
+
+FailureOr<PlanRequest>
+mlir::parc::buildPlanRequest(ArrayRef<RecipeSetting> settings,
+                             MLIRContext *context) {
+  return readRecipe("", "", ".", settings, context);
+}

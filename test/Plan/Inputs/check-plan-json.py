@@ -1,0 +1,153 @@
+"""Checks a parc-plan --json document against docs/parc-plan.md.
+
+Reads the document on stdin and fails, naming the key, on a missing key or
+a value of the wrong type, so that a change of the schema shows up here and
+in the documentation together.
+
+    parc-plan --json recipe.yaml | %python %S/Inputs/check-plan-json.py fits
+"""
+
+import json
+import sys
+
+INT = int
+STR = str
+BOOL = bool
+NULL = type(None)
+
+
+def fail(path, message):
+    sys.exit("check-plan-json.py: %s: %s" % (path, message))
+
+
+def check(value, schema, path):
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            fail(path, "expected an object")
+        for key, sub in schema.items():
+            if key not in value:
+                fail(path, "missing key '%s'" % key)
+            check(value[key], sub, path + "." + key)
+    elif isinstance(schema, list):
+        if not isinstance(value, list):
+            fail(path, "expected a list")
+        for i, item in enumerate(value):
+            check(item, schema[0], "%s[%d]" % (path, i))
+    elif isinstance(schema, tuple):
+        # (X, NULL): null, or else checked against X for a precise message.
+        if value is None and NULL in schema:
+            return
+        others = [s for s in schema if s is not NULL]
+        if len(others) == 1:
+            check(value, others[0], path)
+        elif not any(_matches(value, s) for s in others):
+            fail(path, "unexpected %r" % (value,))
+    elif not _matches(value, schema):
+        fail(path, "expected %s, got %r" % (schema.__name__, value))
+
+
+def _matches(value, schema):
+    if schema is INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(schema, type):
+        return isinstance(value, schema)
+    try:
+        check(value, schema, "")
+        return True
+    except SystemExit:
+        return False
+
+
+BREAKDOWN = {
+    key: INT
+    for key in [
+        "sharded_parameters",
+        "unsharded_parameters",
+        "gradients",
+        "optimizer_state",
+        "saved_activations",
+        "recompute_working_set",
+        "logits_and_loss",
+        "fixed_overhead",
+    ]
+}
+MODEL = {
+    "name": STR,
+    "class": STR,
+    "source": (STR, NULL),
+    "file": STR,
+    "parameters": INT,
+    "trainable_parameters": INT,
+    "stacks": ([{"name": STR, "path": STR, "layers": INT}], NULL),
+}
+PLAN = {
+    "world_size": INT,
+    "nodes": INT,
+    "gpus_per_node": INT,
+    "hardware": STR,
+    "fsdp": INT,
+    "tp": INT,
+    "pp": INT,
+    "data_parallel": INT,
+    "remat": STR,
+    "remat_scope": STR,
+    "seq_len": INT,
+    "micro_batch_size": INT,
+    "global_batch_size": INT,
+    "grad_accum": INT,
+    "dtypes": {"compute": STR, "master": STR, "grad_reduce": STR, "optim": STR},
+    "optimizer": STR,
+    "frozen": [STR],
+    "stacks_override": [STR],
+    "pipeline": STR,
+}
+MEMORY = {
+    "hardware": STR,
+    "capacity_bytes": INT,
+    "peak_bytes": INT,
+    "peak_rank": (STR, NULL),
+    "peak_phase": (STR, NULL),
+    "fits": BOOL,
+    "headroom_bytes": INT,
+    "breakdown": BREAKDOWN,
+    "ranks": [
+        {
+            "kind": STR,
+            "count": INT,
+            "peak_bytes": INT,
+            "peak_phase": STR,
+            "breakdown": BREAKDOWN,
+        }
+    ],
+}
+DOCUMENT = {
+    "version": INT,
+    "status": STR,
+    "recipe": (STR, NULL),
+    "model": (MODEL, NULL),
+    "plan": (PLAN, NULL),
+    "memory": (MEMORY, NULL),
+    "diagnostics": [{"severity": STR, "message": STR, "location": (STR, NULL)}],
+}
+
+document = json.load(sys.stdin)
+check(document, DOCUMENT, "$")
+if document["version"] != 1:
+    fail("$.version", "expected 1")
+expected_status = sys.argv[1]
+if document["status"] != expected_status:
+    fail("$.status", "expected '%s', got '%s'" % (expected_status, document["status"]))
+if expected_status != "error":
+    for key in ["model", "plan", "memory"]:
+        if document[key] is None:
+            fail("$." + key, "is null in a plan that did not fail")
+    memory = document["memory"]
+    if memory["fits"] != (expected_status == "fits"):
+        fail("$.memory.fits", "disagrees with the status")
+    if memory["headroom_bytes"] != memory["capacity_bytes"] - memory["peak_bytes"]:
+        fail("$.memory.headroom_bytes", "is not capacity - peak")
+    if sum(memory["breakdown"].values()) != memory["peak_bytes"]:
+        fail("$.memory.breakdown", "does not add up to peak_bytes")
+elif not any(d["severity"] == "error" for d in document["diagnostics"]):
+    fail("$.diagnostics", "an error document holds no error")
+print("plan document ok: %s" % document["status"])
