@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "parc/Analysis/HardwareProfile.h"
+#include "parc/Support/JSONSource.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
@@ -15,7 +16,6 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Regex.h"
 
 using namespace mlir;
 using namespace mlir::parc;
@@ -62,17 +62,14 @@ std::vector<std::string> listProfiles(StringRef dir) {
 class ProfileReader {
 public:
   ProfileReader(MLIRContext *context, StringRef filename, StringRef text)
-      : context(context), filename(filename), text(text) {}
+      : source(context, filename, text) {}
 
   FailureOr<HardwareProfile> read(StringRef expectedName);
 
 private:
-  Location fileLoc(unsigned line = 1, unsigned column = 1) const {
-    return FileLineColLoc::get(context, filename, line, column);
-  }
-  /// The location of `"key"` in the file; profiles are flat, so the first
-  /// occurrence is the key.
-  Location locate(StringRef key) const;
+  Location fileLoc() const { return source.fileLoc(); }
+  /// Profiles are flat: the first `"key":` is the key.
+  Location locate(StringRef key) const { return source.locate(key); }
   InFlightDiagnostic error(StringRef key) {
     failed = true;
     return emitError(key.empty() ? fileLoc() : locate(key));
@@ -84,22 +81,10 @@ private:
   void readString(StringRef key, std::string &out);
   void readStrings(StringRef key, std::vector<std::string> &out);
 
-  MLIRContext *context;
-  std::string filename;
-  StringRef text;
+  JSONSource source;
   const json::Object *object = nullptr;
   bool failed = false;
 };
-
-Location ProfileReader::locate(StringRef key) const {
-  size_t at = text.find(("\"" + key + "\"").str());
-  if (at == StringRef::npos)
-    return fileLoc();
-  StringRef before = text.take_front(at);
-  size_t lineStart = before.rfind('\n');
-  unsigned column = at - (lineStart == StringRef::npos ? 0 : lineStart + 1) + 1;
-  return fileLoc(before.count('\n') + 1, column);
-}
 
 const json::Value *ProfileReader::require(StringRef key) {
   const json::Value *value = object->get(key);
@@ -153,22 +138,9 @@ void ProfileReader::readStrings(StringRef key, std::vector<std::string> &out) {
 }
 
 FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
-  llvm::Expected<json::Value> parsed = json::parse(text);
-  if (!parsed) {
-    // json::ParseError prints "[line:column, byte=offset]: message".
-    std::string message = llvm::toString(parsed.takeError());
-    llvm::SmallVector<StringRef> groups;
-    llvm::Regex pattern("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
-    unsigned line = 1, column = 1;
-    StringRef detail = message;
-    if (pattern.match(message, &groups)) {
-      groups[1].getAsInteger(10, line);
-      groups[2].getAsInteger(10, column);
-      detail = groups[3];
-    }
-    emitError(fileLoc(line, column)) << "malformed JSON: " << detail;
+  FailureOr<json::Value> parsed = source.parse();
+  if (mlir::failed(parsed))
     return failure();
-  }
   object = parsed->getAsObject();
   if (!object) {
     emitError(fileLoc()) << "hardware profile must be a JSON object";

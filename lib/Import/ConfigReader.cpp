@@ -5,7 +5,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Regex.h"
 
 using namespace mlir;
 using namespace mlir::parc;
@@ -13,29 +12,16 @@ namespace json = llvm::json;
 
 ConfigReader::ConfigReader(MLIRContext *context, StringRef filename,
                            StringRef text)
-    : context(context), filename(filename.str()), text(text) {}
+    : context(context), source(context, filename, text) {}
 
 Location ConfigReader::fileLoc(unsigned line, unsigned column) const {
-  return FileLineColLoc::get(context, filename, line, column);
+  return source.fileLoc(line, column);
 }
 
 LogicalResult ConfigReader::parse() {
-  llvm::Expected<json::Value> parsed = json::parse(text);
-  if (!parsed) {
-    // json::ParseError prints "[line:column, byte=offset]: message".
-    std::string message = llvm::toString(parsed.takeError());
-    llvm::SmallVector<StringRef> groups;
-    llvm::Regex pattern("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
-    unsigned line = 1, column = 1;
-    StringRef detail = message;
-    if (pattern.match(message, &groups)) {
-      groups[1].getAsInteger(10, line);
-      groups[2].getAsInteger(10, column);
-      detail = groups[3];
-    }
-    emitError(fileLoc(line, column)) << "malformed JSON: " << detail;
+  FailureOr<llvm::json::Value> parsed = source.parse();
+  if (mlir::failed(parsed))
     return failure();
-  }
   document = std::move(*parsed);
   if (!document.getAsObject()) {
     emitError(fileLoc()) << "config must be a JSON object";
@@ -48,37 +34,8 @@ ConfigSection ConfigReader::root() {
   return ConfigSection(*this, *document.getAsObject(), "");
 }
 
-/// Finds `"key"` followed by `:` at or after `from`; npos if absent.
-static size_t findKey(StringRef text, StringRef key, size_t from) {
-  std::string quoted = ("\"" + key + "\"").str();
-  for (size_t pos = text.find(quoted, from); pos != StringRef::npos;
-       pos = text.find(quoted, pos + 1)) {
-    size_t after = pos + quoted.size();
-    while (after < text.size() && llvm::isSpace(text[after]))
-      ++after;
-    if (after < text.size() && text[after] == ':')
-      return pos;
-  }
-  return StringRef::npos;
-}
-
 Location ConfigReader::locate(StringRef dottedKey) const {
-  llvm::SmallVector<StringRef> parts;
-  dottedKey.split(parts, '.');
-  size_t pos = 0, found = StringRef::npos;
-  for (StringRef part : parts) {
-    size_t next = findKey(text, part, pos);
-    if (next == StringRef::npos)
-      break;
-    found = pos = next;
-  }
-  if (found == StringRef::npos)
-    return fileLoc();
-  StringRef before = text.take_front(found);
-  unsigned line = before.count('\n') + 1;
-  size_t lineStart = before.rfind('\n');
-  unsigned column = found - (lineStart == StringRef::npos ? 0 : lineStart + 1) + 1;
-  return fileLoc(line, column);
+  return source.locate(dottedKey);
 }
 
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/OperationSupport.h"
+#include "parc/Support/JSONSource.h"
 #include "llvm/Support/JSON.h"
 
 #include <optional>
@@ -104,8 +105,7 @@ public:
 
 private:
   MLIRContext *context;
-  std::string filename;
-  llvm::StringRef text;
+  JSONSource source;
   llvm::json::Value document = nullptr;
   std::vector<std::string> defaulted;
   NamedAttrList effective;

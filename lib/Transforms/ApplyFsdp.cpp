@@ -152,7 +152,12 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
             aliases.push_back(getRelativeRef(model, alias));
         if (!aliases.empty())
           shardOp->setAttr("tied", body.getArrayAttr(aliases));
-        if (isFrozen(param))
+        // A tie group is one tensor: frozen through any of its modules, it
+        // is frozen (as requires_grad is one flag of the shared Parameter).
+        bool frozen = isFrozen(param);
+        for (auto [alias, owner] : assignment.aliasOwner)
+          frozen |= owner == param && isFrozen(alias);
+        if (frozen)
           shardOp->setAttr("frozen", body.getUnitAttr());
       });
       op->setAttr("padding_elements", builder.getI64IntegerAttr(padding));

@@ -2,6 +2,7 @@
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=4 reshard-after-forward=false prefetch=2 compute-dtype=bf16 master-dtype=bf16 reduce-dtype=bf16 optim-dtype=bf16" | FileCheck %s --check-prefix=POLICY
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=8 --apply-fsdp=shards=8 | FileCheck %s --check-prefix=TWICE
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=8 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-remat=mode=none frozen=lm_head" --apply-fsdp=shards=8 | FileCheck %s --check-prefix=FROZEN-TIE
 // RUN: parc-opt %s --apply-fsdp=shards=8 -split-input-file -verify-diagnostics
 
 // One grid, a root unit for what is outside the layers, one unit per layer in
@@ -33,6 +34,11 @@
 // TWICE-COUNT-1: shard.grid @fsdp
 // TWICE-COUNT-3: parc.fsdp_unit
 // TWICE-NOT: parc.fsdp_unit
+
+// Freezing lm_head freezes the embedding it is tied to: one tensor, one
+// requires_grad, so no gradient and no optimizer state for the group.
+// FROZEN-TIE: parc.shard_param @model::@embed::@weight to %{{.*}} {frozen, padded_dim0 = 104 : i64, tied = [@lm_head::@weight]}
+// FROZEN-TIE-NOT: frozen
 
 // REMARK: remark: 3 FSDP units (root + 2 layers) over shard.grid @fsdp of 8 shards; padding 128 elements
 

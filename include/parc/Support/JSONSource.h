@@ -1,0 +1,45 @@
+//===- JSONSource.h - a JSON file with source locations ---------*- C++ -*-===//
+//
+// llvm::json keeps no positions, but every JSON input of parc (configs,
+// hardware profiles) must be refused at the line of the offending key. This
+// keeps the text beside the parsed value and maps keys back to lines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_SUPPORT_JSONSOURCE_H
+#define PARC_SUPPORT_JSONSOURCE_H
+
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
+namespace mlir::parc {
+
+class JSONSource {
+public:
+  JSONSource(MLIRContext *context, StringRef filename, StringRef text)
+      : context(context), filename(filename.str()), text(text) {}
+
+  /// Parses the text; a syntax error is emitted as "malformed JSON: ..." at
+  /// its line and column.
+  FailureOr<llvm::json::Value> parse() const;
+
+  Location fileLoc(unsigned line = 1, unsigned column = 1) const;
+
+  /// The location of `"key":` for a dotted key path ("text_config.hidden_size"
+  /// is the hidden_size after text_config); the file when it is absent.
+  Location locate(StringRef dottedKey) const;
+
+  MLIRContext *getContext() const { return context; }
+
+private:
+  MLIRContext *context;
+  std::string filename;
+  StringRef text;
+};
+
+} // namespace mlir::parc
+
+#endif // PARC_SUPPORT_JSONSOURCE_H

@@ -1,0 +1,67 @@
+//===- JSONSource.cpp - a JSON file with source locations -----------------===//
+
+#include "parc/Support/JSONSource.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
+
+using namespace mlir;
+using namespace mlir::parc;
+namespace json = llvm::json;
+
+Location JSONSource::fileLoc(unsigned line, unsigned column) const {
+  return FileLineColLoc::get(context, filename, line, column);
+}
+
+FailureOr<json::Value> JSONSource::parse() const {
+  llvm::Expected<json::Value> parsed = json::parse(text);
+  if (parsed)
+    return std::move(*parsed);
+  // json::ParseError prints "[line:column, byte=offset]: message".
+  std::string message = llvm::toString(parsed.takeError());
+  SmallVector<StringRef> groups;
+  llvm::Regex pattern("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
+  unsigned line = 1, column = 1;
+  StringRef detail = message;
+  if (pattern.match(message, &groups)) {
+    groups[1].getAsInteger(10, line);
+    groups[2].getAsInteger(10, column);
+    detail = groups[3];
+  }
+  emitError(fileLoc(line, column)) << "malformed JSON: " << detail;
+  return failure();
+}
+
+/// Finds `"key"` followed by `:` at or after `from`; npos if absent.
+static size_t findKey(StringRef text, StringRef key, size_t from) {
+  std::string quoted = ("\"" + key + "\"").str();
+  for (size_t pos = text.find(quoted, from); pos != StringRef::npos;
+       pos = text.find(quoted, pos + 1)) {
+    size_t after = pos + quoted.size();
+    while (after < text.size() && llvm::isSpace(text[after]))
+      ++after;
+    if (after < text.size() && text[after] == ':')
+      return pos;
+  }
+  return StringRef::npos;
+}
+
+Location JSONSource::locate(StringRef dottedKey) const {
+  SmallVector<StringRef> parts;
+  dottedKey.split(parts, '.');
+  size_t pos = 0, found = StringRef::npos;
+  for (StringRef part : parts) {
+    size_t next = findKey(text, part, pos);
+    if (next == StringRef::npos)
+      break;
+    found = pos = next;
+  }
+  if (found == StringRef::npos)
+    return fileLoc();
+  StringRef before = text.take_front(found);
+  size_t lineStart = before.rfind('\n');
+  unsigned column =
+      found - (lineStart == StringRef::npos ? 0 : lineStart + 1) + 1;
+  return fileLoc(before.count('\n') + 1, column);
+}
