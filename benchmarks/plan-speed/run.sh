@@ -13,12 +13,12 @@ measure() { # label, then the parc-plan arguments
   local label="$1"; shift
   local best="" rss=""
   for _ in $(seq "$runs"); do
-    out=$( { /usr/bin/time -f "%e %M" "$bin/parc-plan" "$@" >/dev/null 2>/dev/null; } 2>&1 || true)
-    t=${out% *}; m=${out#* }
-    if [[ -z "$best" ]] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
+    /usr/bin/time -o "$tmp/time" -f "%e %M" "$bin/parc-plan" "$@" >/dev/null 2>&1 || true
+    read -r t m < <(tail -n 1 "$tmp/time")
+    if [[ -z "$best" ]] || awk -v t="$t" -v b="$best" 'BEGIN { exit !(t < b) }'; then best=$t; fi
     if [[ -z "$rss" || $m -gt $rss ]]; then rss=$m; fi
   done
-  printf '%-44s %6.2f s  %7.1f MB peak RSS\n' "$label" "$best" "$(awk "BEGIN{print $rss/1024}")"
+  printf '%-44s %6.2f s  %7.1f MB peak RSS\n' "$label" "$best" "$(awk -v kb="$rss" 'BEGIN { print kb / 1024 }')"
 }
 
 plan() { # config, gpus
@@ -26,11 +26,12 @@ plan() { # config, gpus
     --remat full --seq 8192 --mbs 1 --gbs "$2"
 }
 
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
 echo "parc-plan, best of $runs runs"
 measure "405B-class, 126 layers, 16384 GPUs" $(plan "$here/llama-405b.json" 16384)
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 for layers in 32 126 250 500 1000; do
   sed "s/\"num_hidden_layers\": 126/\"num_hidden_layers\": $layers/" \
     "$here/llama-405b.json" >"$tmp/l$layers.json"

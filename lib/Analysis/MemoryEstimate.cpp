@@ -220,6 +220,9 @@ FailureOr<SmallVector<UnitFootprint>> collectUnits(ModelOp model) {
     if (getLayerTag(module))
       layerByPath[getDottedPath(module)] = module;
   });
+  // Cached symbol tables: a nested reference walks the layer container,
+  // and there is one per parameter.
+  SymbolTableCollection tables;
   for (FsdpUnitOp unitOp : model.getBody()->getOps<FsdpUnitOp>()) {
     UnitFootprint unit;
     unit.path = unitOp.getPath().str();
@@ -233,7 +236,7 @@ FailureOr<SmallVector<UnitFootprint>> collectUnits(ModelOp model) {
     unit.computeBytes = compute;
     for (ShardParamOp shard : unitOp.getBody()->getOps<ShardParamOp>()) {
       auto param =
-          cast<ParamOp>(SymbolTable::lookupSymbolIn(model, shard.getParam()));
+          cast<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
       int64_t dim0 = param.getTensorType().getDimSize(0);
       int64_t padded = param.getNumElements() / dim0 * shard.getPaddedDim0();
       int64_t perRank = padded / shards;

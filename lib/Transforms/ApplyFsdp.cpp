@@ -117,6 +117,16 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
                           ArrayRef<int64_t>{int64_t(shards)});
     builder.setInsertionPointToEnd(model.getBody());
 
+    // Parameters of each unit, in model order; the root is slot 0.
+    std::vector<SmallVector<ParamOp>> paramsOf(layers.size() + 1);
+    model.walk([&](ParamOp param) {
+      if (!assignment.aliasOwner.count(param))
+        paramsOf[assignment.unitOf[param] + 1].push_back(param);
+    });
+    llvm::DenseMap<Operation *, SmallVector<Attribute>> aliasesOf;
+    for (auto [alias, owner] : assignment.aliasOwner)
+      aliasesOf[owner].push_back(getRelativeRef(model, alias));
+
     int64_t totalPadding = 0;
     auto createUnit = [&](int unit) {
       bool isRoot = unit == kRootUnit;
@@ -135,10 +145,7 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
           ArrayRef<shard::GridAxesAttr>{
               DenseI16ArrayAttr::get(model.getContext(), {0})});
       int64_t padding = 0;
-      model.walk([&](ParamOp param) {
-        if (assignment.unitOf[param] != unit ||
-            assignment.aliasOwner.count(param))
-          return;
+      for (ParamOp param : paramsOf[unit + 1]) {
         RankedTensorType type = param.getTensorType();
         int64_t dim0 = type.getDimSize(0);
         int64_t padded = roundUp(dim0, shards);
@@ -146,12 +153,9 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
         auto shardOp =
             ShardParamOp::create(body, loc, getRelativeRef(model, param),
                                  sharding, body.getI64IntegerAttr(padded));
-        SmallVector<Attribute> aliases;
-        for (auto [alias, owner] : assignment.aliasOwner)
-          if (owner == param)
-            aliases.push_back(getRelativeRef(model, alias));
-        if (!aliases.empty())
-          shardOp->setAttr("tied", body.getArrayAttr(aliases));
+        auto aliases = aliasesOf.find(param);
+        if (aliases != aliasesOf.end())
+          shardOp->setAttr("tied", body.getArrayAttr(aliases->second));
         // A tie group is one tensor: frozen through any of its modules, it
         // is frozen (as requires_grad is one flag of the shared Parameter).
         bool frozen = isFrozen(param);
@@ -159,7 +163,7 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
           frozen |= owner == param && isFrozen(alias);
         if (frozen)
           shardOp->setAttr("frozen", body.getUnitAttr());
-      });
+      }
       op->setAttr("padding_elements", builder.getI64IntegerAttr(padding));
       totalPadding += padding;
     };
