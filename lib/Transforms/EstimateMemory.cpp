@@ -35,6 +35,10 @@ struct EstimateMemoryPass
           "parc.predicted_peak_phase",
           b.getStringAttr(report->ranks[report->peakRank].peakPhase));
       model->setAttr("parc.predicted_fits", b.getBoolAttr(report->fits()));
+      model->setAttr("parc.predicted_hardware", b.getStringAttr(hardware));
+      model->setAttr("parc.predicted_seq_len", b.getI64IntegerAttr(seqLen));
+      model->setAttr("parc.predicted_micro_batch",
+                     b.getI64IntegerAttr(microBatch));
     }
   }
 };

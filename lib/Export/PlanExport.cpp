@@ -1,0 +1,413 @@
+//===- PlanExport.cpp - plan.bin writer and reader ------------------------===//
+//
+// The compiler side of plan.bin: it builds the runtime's FlatBuffers tables
+// from the planned IR and, for round trips, rebuilds IR from them. What a
+// runtime needs to rebuild the model lives here (module paths, parameter
+// shapes, dtypes, ties, initialisation), next to the plan and the predictions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "parc/Export/PlanExport.h"
+
+#include "PlanFormat.h"
+#include "parc/Analysis/LayerStacks.h"
+
+#include "Parc/IR/ParcDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+using namespace mlir::parc;
+namespace fb = flatbuffers;
+namespace schema = ::parc::plan;
+
+namespace {
+
+FailureOr<schema::DType> toDType(Type type, Operation *where) {
+  if (type.isF32())
+    return schema::DType::F32;
+  if (type.isBF16())
+    return schema::DType::BF16;
+  if (type.isF16())
+    return schema::DType::F16;
+  return mlir::emitError(where->getLoc())
+         << "plan.bin has no dtype for " << type;
+}
+
+Type fromDType(schema::DType dtype, Builder &b) {
+  switch (dtype) {
+  case schema::DType::BF16:
+    return b.getBF16Type();
+  case schema::DType::F16:
+    return b.getF16Type();
+  default:
+    return b.getF32Type();
+  }
+}
+
+/// How the runtime initialises each parameter, deterministically and
+/// independent of sharding: norm scales start at one (zero for Gemma's
+/// (1 + w) norms), biases at zero, everything else from a normal(0, 0.02).
+llvm::DenseMap<Operation *, std::string> initialisations(ModelOp model) {
+  llvm::DenseMap<Operation *, std::string> init;
+  SymbolTableCollection tables;
+  auto mark = [&](Operation *user, SymbolRefAttr ref, StringRef how) {
+    if (ref)
+      if (auto param = tables.lookupNearestSymbolFrom<ParamOp>(user, ref))
+        init[param] = how.str();
+  };
+  model.walk([&](Operation *op) {
+    if (auto norm = dyn_cast<RmsNormOp>(op))
+      mark(op, norm.getWeight(), norm.getUnitOffset() ? "zeros" : "ones");
+    else if (auto norm = dyn_cast<LayerNormOp>(op)) {
+      mark(op, norm.getWeight(), "ones");
+      mark(op, norm.getBiasAttr(), "zeros");
+    } else if (auto linear = dyn_cast<LinearOp>(op))
+      mark(op, linear.getBiasAttr(), "zeros");
+    else if (auto patch = dyn_cast<PatchEmbeddingOp>(op))
+      mark(op, patch.getBiasAttr(), "zeros");
+  });
+  return init;
+}
+
+std::vector<std::string> refsToPaths(ModelOp model, ArrayAttr refs) {
+  std::vector<std::string> paths;
+  if (refs)
+    for (auto ref : refs.getAsRange<SymbolRefAttr>())
+      if (Operation *param = SymbolTable::lookupSymbolIn(model, ref))
+        paths.push_back(getDottedPath(param));
+  return paths;
+}
+
+} // namespace
+
+LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
+  fb::FlatBufferBuilder fbb;
+  std::vector<fb::Offset<schema::Module>> modules;
+  model.walk<WalkOrder::PreOrder>([&](NNModuleOp module) {
+    auto tag = getLayerTag(module);
+    auto remat = module->getAttrOfType<StringAttr>("parc.remat");
+    modules.push_back(schema::CreateModuleDirect(
+        fbb, getDottedPath(module).c_str(), module.getClassName().str().c_str(),
+        static_cast<schema::ModuleKind>(module.getKind()),
+        tag ? tag->first.str().c_str() : nullptr, tag ? tag->second : -1,
+        remat ? remat.getValue().str().c_str() : nullptr));
+  });
+
+  std::vector<fb::Offset<schema::Stack>> stacks;
+  for (const LayerStack &stack : getLayerStacks(model))
+    stacks.push_back(schema::CreateStackDirect(
+        fbb, stack.name.c_str(), stack.path.c_str(), stack.layers.size()));
+
+  llvm::DenseMap<Operation *, std::string> init = initialisations(model);
+  std::vector<fb::Offset<schema::Param>> params;
+  bool failedDtype = false;
+  model.walk([&](ParamOp param) {
+    FailureOr<schema::DType> dtype =
+        toDType(param.getTensorType().getElementType(), param);
+    failedDtype |= failed(dtype);
+    std::vector<int64_t> shape(param.getTensorType().getShape());
+    // A plan read back from plan.bin has no forwards; it keeps the
+    // initialisation it was given.
+    std::string how = init.lookup(param);
+    if (auto given = param->getAttrOfType<StringAttr>("parc.init"))
+      how = given.getValue().str();
+    params.push_back(schema::CreateParamDirect(
+        fbb, getDottedPath(param).c_str(), &shape,
+        succeeded(dtype) ? *dtype : schema::DType::F32,
+        how.empty() ? "normal(0.02)" : how.c_str(), isFrozen(param)));
+  });
+  if (failedDtype)
+    return failure();
+
+  std::vector<fb::Offset<schema::Tie>> ties;
+  for (TieOp tie : model.getBody()->getOps<TieOp>()) {
+    std::vector<std::string> paths = refsToPaths(model, tie.getParams());
+    std::vector<fb::Offset<fb::String>> strings;
+    for (const std::string &path : paths)
+      strings.push_back(fbb.CreateString(path));
+    ties.push_back(schema::CreateTieDirect(fbb, &strings));
+  }
+
+  std::vector<fb::Offset<schema::Grid>> grids;
+  for (auto grid : model.getBody()->getOps<shard::GridOp>()) {
+    std::vector<int64_t> shape(grid.getShape());
+    std::vector<fb::Offset<fb::String>> axes{
+        fbb.CreateString(grid.getSymName().str())};
+    grids.push_back(schema::CreateGridDirect(
+        fbb, grid.getSymName().str().c_str(), &shape, &axes));
+  }
+
+  std::vector<fb::Offset<schema::FsdpUnit>> units;
+  for (FsdpUnitOp unit : model.getBody()->getOps<FsdpUnitOp>()) {
+    std::vector<fb::Offset<schema::ShardedParam>> sharded;
+    std::string grid;
+    for (ShardParamOp shard : unit.getBody()->getOps<ShardParamOp>()) {
+      if (auto sharding =
+              shard.getSharding().getDefiningOp<shard::ShardingOp>())
+        grid = sharding.getGrid().str();
+      Operation *param = SymbolTable::lookupSymbolIn(model, shard.getParam());
+      std::vector<std::string> tied =
+          refsToPaths(model, shard->getAttrOfType<ArrayAttr>("tied"));
+      std::vector<fb::Offset<fb::String>> tiedStrings;
+      for (const std::string &path : tied)
+        tiedStrings.push_back(fbb.CreateString(path));
+      sharded.push_back(schema::CreateShardedParamDirect(
+          fbb, getDottedPath(param).c_str(), shard.getPaddedDim0(),
+          &tiedStrings));
+    }
+    FailureOr<schema::DType> compute = toDType(unit.getComputeDtype(), unit);
+    FailureOr<schema::DType> master = toDType(unit.getMasterDtype(), unit);
+    FailureOr<schema::DType> reduce = toDType(unit.getReduceDtype(), unit);
+    FailureOr<schema::DType> optim = toDType(unit.getOptimDtype(), unit);
+    if (failed(compute) || failed(master) || failed(reduce) || failed(optim))
+      return failure();
+    units.push_back(schema::CreateFsdpUnitDirect(
+        fbb, unit.getSymName().str().c_str(), unit.getPath().str().c_str(),
+        grid.c_str(), &sharded, *compute, *master, *reduce, *optim,
+        unit.getReshardAfterForward(), unit.getPrefetch()));
+  }
+
+  fb::Offset<schema::Prediction> prediction;
+  if (auto peak =
+          model->getAttrOfType<IntegerAttr>("parc.predicted_peak_bytes")) {
+    auto phase = model->getAttrOfType<StringAttr>("parc.predicted_peak_phase");
+    auto fits = model->getAttrOfType<BoolAttr>("parc.predicted_fits");
+    auto hardware = model->getAttrOfType<StringAttr>("parc.predicted_hardware");
+    auto seq = model->getAttrOfType<IntegerAttr>("parc.predicted_seq_len");
+    auto mbs = model->getAttrOfType<IntegerAttr>("parc.predicted_micro_batch");
+    prediction = schema::CreatePredictionDirect(
+        fbb, hardware ? hardware.getValue().str().c_str() : nullptr,
+        seq ? seq.getInt() : 0, mbs ? mbs.getInt() : 0, peak.getInt(),
+        phase ? phase.getValue().str().c_str() : nullptr,
+        fits && fits.getValue());
+  }
+
+  auto plan = schema::CreatePlanDirect(
+      fbb, ::parc::plan::kFormatVersion, model.getSymName().str().c_str(),
+      model.getClassName().str().c_str(), &modules, &stacks, &params, &ties,
+      &grids, &units, prediction);
+  schema::FinishPlanBuffer(fbb, plan);
+  os.write(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
+           fbb.GetSize());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reading back
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+StringRef str(const fb::String *s) {
+  return s ? StringRef(s->c_str(), s->size()) : StringRef();
+}
+
+/// Splits "a.b.c" into ("a.b", "c").
+std::pair<StringRef, StringRef> splitPath(StringRef path) {
+  size_t dot = path.rfind('.');
+  if (dot == StringRef::npos)
+    return {"", path};
+  return {path.take_front(dot), path.drop_front(dot + 1)};
+}
+
+Block *bodyOf(Operation *op) {
+  if (auto model = dyn_cast<ModelOp>(op))
+    return model.getBody();
+  return cast<NNModuleOp>(op).getBody();
+}
+
+} // namespace
+
+OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
+                                                   StringRef filename,
+                                                   MLIRContext *context) {
+  Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
+  std::string error;
+  const schema::Plan *plan =
+      ::parc::plan::verifyPlan(buffer.data(), buffer.size(), error);
+  if (!plan) {
+    emitError(fileLoc) << error;
+    return nullptr;
+  }
+  context->loadDialect<ParcDialect, func::FuncDialect>();
+  context->loadDialect<shard::ShardDialect>();
+  OpBuilder b(context);
+  OwningOpRef<mlir::ModuleOp> top = mlir::ModuleOp::create(fileLoc);
+  b.setInsertionPointToEnd(top->getBody());
+  auto model = ModelOp::create(b, fileLoc, str(plan->model_name()),
+                               str(plan->model_class()));
+
+  llvm::StringMap<Operation *> byPath;
+  byPath[""] = model;
+  auto parentOf = [&](StringRef path, StringRef what) -> Operation * {
+    Operation *parent = byPath.lookup(splitPath(path).first);
+    if (!parent)
+      emitError(fileLoc) << "plan.bin lists " << what << " '" << path
+                         << "' before its parent module";
+    return parent;
+  };
+
+  if (plan->modules())
+    for (const schema::Module *entry : *plan->modules()) {
+      StringRef path = str(entry->path());
+      Operation *parent = parentOf(path, "module");
+      if (!parent)
+        return nullptr;
+      b.setInsertionPointToEnd(bodyOf(parent));
+      auto module = NNModuleOp::create(b, fileLoc, splitPath(path).second,
+                                       str(entry->class_name()),
+                                       static_cast<ModuleKind>(entry->kind()));
+      if (entry->stack()) {
+        module->setAttr(kStackAttrName, b.getStringAttr(str(entry->stack())));
+        module->setAttr(kLayerIndexAttrName,
+                        b.getI64IntegerAttr(entry->layer_index()));
+      }
+      if (entry->remat())
+        module->setAttr("parc.remat", b.getStringAttr(str(entry->remat())));
+      byPath[path] = module;
+    }
+
+  if (plan->stacks()) {
+    SmallVector<Attribute> stacks;
+    for (const schema::Stack *stack : *plan->stacks())
+      stacks.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(str(stack->name()))),
+           b.getNamedAttr("path", b.getStringAttr(str(stack->path()))),
+           b.getNamedAttr("layers", b.getI64IntegerAttr(stack->layers()))}));
+    model->setAttr(kStacksAttrName, b.getArrayAttr(stacks));
+  }
+
+  if (plan->params())
+    for (const schema::Param *entry : *plan->params()) {
+      StringRef path = str(entry->path());
+      Operation *parent = parentOf(path, "parameter");
+      if (!parent)
+        return nullptr;
+      b.setInsertionPointToEnd(bodyOf(parent));
+      SmallVector<int64_t> shape;
+      if (entry->shape())
+        shape.assign(entry->shape()->begin(), entry->shape()->end());
+      auto param = ParamOp::create(
+          b, fileLoc, splitPath(path).second,
+          RankedTensorType::get(shape, fromDType(entry->dtype(), b)));
+      param->setAttr("parc.init", b.getStringAttr(str(entry->init())));
+      if (entry->frozen())
+        param->setAttr("parc.frozen", b.getUnitAttr());
+      byPath[path] = param;
+    }
+
+  auto refTo = [&](StringRef path) -> SymbolRefAttr {
+    Operation *op = byPath.lookup(path);
+    if (!op || !isa<ParamOp>(op)) {
+      emitError(fileLoc) << "plan.bin refers to unknown parameter '" << path
+                         << "'";
+      return nullptr;
+    }
+    return getRelativeRef(model, op);
+  };
+
+  b.setInsertionPointToEnd(model.getBody());
+  if (plan->ties())
+    for (const schema::Tie *tie : *plan->ties()) {
+      SmallVector<Attribute> refs;
+      for (const fb::String *path : *tie->params()) {
+        SymbolRefAttr ref = refTo(str(path));
+        if (!ref)
+          return nullptr;
+        refs.push_back(ref);
+      }
+      TieOp::create(b, fileLoc, b.getArrayAttr(refs));
+    }
+  if (plan->grids())
+    for (const schema::Grid *grid : *plan->grids()) {
+      SmallVector<int64_t> shape(grid->shape()->begin(), grid->shape()->end());
+      shard::GridOp::create(b, fileLoc, str(grid->name()), shape);
+    }
+  if (plan->fsdp_units())
+    for (const schema::FsdpUnit *entry : *plan->fsdp_units()) {
+      b.setInsertionPointToEnd(model.getBody());
+      auto unit = FsdpUnitOp::create(
+          b, fileLoc, b.getStringAttr(str(entry->name())),
+          b.getStringAttr(str(entry->path())),
+          TypeAttr::get(fromDType(entry->compute_dtype(), b)),
+          TypeAttr::get(fromDType(entry->master_dtype(), b)),
+          TypeAttr::get(fromDType(entry->reduce_dtype(), b)),
+          TypeAttr::get(fromDType(entry->optim_dtype(), b)),
+          b.getBoolAttr(entry->reshard_after_forward()),
+          b.getI64IntegerAttr(entry->prefetch()));
+      OpBuilder body =
+          OpBuilder::atBlockEnd(&unit.getBodyRegion().emplaceBlock());
+      auto sharding = shard::ShardingOp::create(
+          body, fileLoc, str(entry->grid()),
+          ArrayRef<shard::GridAxesAttr>{DenseI16ArrayAttr::get(context, {0})});
+      if (entry->params())
+        for (const schema::ShardedParam *shardEntry : *entry->params()) {
+          SymbolRefAttr ref = refTo(str(shardEntry->path()));
+          if (!ref)
+            return nullptr;
+          auto shardOp = ShardParamOp::create(
+              body, fileLoc, ref, sharding,
+              body.getI64IntegerAttr(shardEntry->padded_dim0()));
+          if (shardEntry->tied() && shardEntry->tied()->size()) {
+            SmallVector<Attribute> tied;
+            for (const fb::String *path : *shardEntry->tied())
+              if (SymbolRefAttr alias = refTo(str(path)))
+                tied.push_back(alias);
+            shardOp->setAttr("tied", body.getArrayAttr(tied));
+          }
+        }
+    }
+  if (const schema::Prediction *prediction = plan->prediction()) {
+    model->setAttr("parc.predicted_peak_bytes",
+                   b.getI64IntegerAttr(prediction->peak_bytes()));
+    model->setAttr("parc.predicted_peak_phase",
+                   b.getStringAttr(str(prediction->peak_phase())));
+    model->setAttr("parc.predicted_fits", b.getBoolAttr(prediction->fits()));
+    if (prediction->hardware())
+      model->setAttr("parc.predicted_hardware",
+                     b.getStringAttr(str(prediction->hardware())));
+    model->setAttr("parc.predicted_seq_len",
+                   b.getI64IntegerAttr(prediction->seq_len()));
+    model->setAttr("parc.predicted_micro_batch",
+                   b.getI64IntegerAttr(prediction->micro_batch_size()));
+  }
+  if (failed(verify(*top)))
+    return nullptr;
+  return top;
+}
+
+void mlir::parc::registerPlanTranslations() {
+  TranslateFromMLIRRegistration exportRegistration(
+      "export-plan", "write a planned parc.model as plan.bin",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto models = cast<mlir::ModuleOp>(op).getOps<ModelOp>();
+        if (models.empty())
+          return op->emitError("export-plan needs a parc.model");
+        return exportPlan(*models.begin(), os);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<ParcDialect, func::FuncDialect, shard::ShardDialect>();
+      });
+  TranslateToMLIRRegistration importRegistration(
+      "import-plan", "read plan.bin back as a parc.model",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        return OwningOpRef<Operation *>(
+            importPlan(buffer->getBuffer(), buffer->getBufferIdentifier(),
+                       context)
+                .release());
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<ParcDialect, func::FuncDialect, shard::ShardDialect>();
+      });
+}
