@@ -24,7 +24,7 @@
 // CHECK-NEXT: peak {{.*}} 63296 bytes
 // CHECK-NEXT: peak during: backward model.layers.1
 // CHECK-NEXT: capacity 24.00 GiB: fits
-// CHECK: parc.model @tiny {{.*}}parc.predicted_fits = true, parc.predicted_peak_bytes = 63296 : i64, parc.predicted_peak_phase = "backward model.layers.1"
+// CHECK: parc.model @tiny {{.*}}parc.predicted_fits = true, parc.predicted_hardware = "cpu", parc.predicted_micro_batch = 1 : i64, parc.predicted_peak_bytes = 63296 : i64, parc.predicted_peak_phase = "backward model.layers.1", parc.predicted_seq_len = 8 : i64
 
 // Full remat keeps one layer input per layer (8x16 f32 = 512 bytes) and
 // rebuilds the layer being differentiated.
