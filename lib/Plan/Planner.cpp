@@ -10,6 +10,7 @@
 #include "parc/Plan/Planner.h"
 
 #include "Parc/IR/ParcDialect.h"
+#include "parc/Analysis/CostModel.h"
 #include "parc/Analysis/HardwareProfile.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/MemoryEstimate.h"
@@ -161,6 +162,7 @@ struct PlanOutcome {
   std::optional<ModelSummary> model;
   std::string pipeline;
   std::optional<MemoryReport> memory;
+  std::optional<CostReport> cost;
   int exitCode = kPlanError;
 };
 
@@ -342,6 +344,18 @@ void plan(const PlanInvocation &invocation, MLIRContext *context,
   if (failed(memory))
     return;
   outcome.memory = *memory;
+
+  CostOptions costOptions;
+  costOptions.hardware = request->hardware;
+  costOptions.hardwareDir = hardwareDir;
+  costOptions.seqLen = request->seqLen;
+  costOptions.microBatch = request->microBatchSize;
+  costOptions.gradAccumulation = request->gradAccumulation;
+  costOptions.gpusPerNode = request->gpusPerNode;
+  FailureOr<CostReport> cost = estimateCost(*model, costOptions);
+  if (failed(cost))
+    return;
+  outcome.cost = *cost;
   outcome.exitCode = memory->fits() ? kPlanFits : kPlanDoesNotFit;
 }
 
@@ -401,6 +415,8 @@ void printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
   out << "  pipeline: " << outcome.pipeline << "\n";
   if (outcome.memory)
     outcome.memory->print(out);
+  if (outcome.cost)
+    outcome.cost->print(out);
 }
 
 void writeBreakdown(llvm::json::OStream &j, const MemoryBreakdown &b) {
@@ -496,6 +512,38 @@ void writeMemory(llvm::json::OStream &j, const MemoryReport &memory) {
   });
 }
 
+void writeCost(llvm::json::OStream &j, const CostReport &cost) {
+  j.attribute("step_time_s", cost.stepSeconds);
+  j.attribute("tokens_per_s_per_gpu", cost.tokensPerSecondPerGpu());
+  j.attribute("mfu", cost.mfu());
+  j.attribute("flops_per_step", cost.flops.total());
+  j.attribute("model_flops_per_token", cost.modelFlopsPerToken);
+  j.attributeObject("flops", [&] {
+    j.attribute("forward", cost.flops.forward);
+    j.attribute("backward", cost.flops.backward);
+    j.attribute("recompute", cost.flops.recompute);
+  });
+  j.attribute("tokens_per_step", cost.tokensPerStep);
+  j.attribute("compute_s", cost.computeSeconds);
+  j.attribute("communication_s", cost.communicationSeconds);
+  j.attribute("exposed_communication_s", cost.exposedCommunicationSeconds);
+  j.attribute("optimizer_s", cost.optimizerSeconds);
+  j.attribute("all_gather_bytes", cost.allGatherBytes);
+  j.attribute("reduce_scatter_bytes", cost.reduceScatterBytes);
+  j.attribute("optimizer_bytes", cost.optimizerBytes);
+  j.attributeObject("assumptions", [&] {
+    j.attribute("peak_flops", cost.peakFlops);
+    j.attribute("compute_efficiency", cost.options.computeEfficiency);
+    j.attribute("overlap", cost.options.overlap);
+    j.attribute("link", cost.link);
+    j.attribute("link_bandwidth_bytes_per_s", cost.bandwidth);
+    j.attribute("memory_bandwidth_bytes_per_s", cost.hardware.memoryBandwidth);
+    j.attribute("collective", "ring");
+    j.attribute("attention", "causal pairs s(s+1)/2, window-limited");
+    j.attribute("backward", "2x forward");
+  });
+}
+
 StringRef getStatusName(int exitCode) {
   switch (exitCode) {
   case kPlanFits:
@@ -539,6 +587,11 @@ void printJson(const PlanInvocation &invocation, const PlanOutcome &outcome,
                                       : llvm::json::Value(diag.location));
         });
     });
+    // Last, after the keys of the first version of the document.
+    if (outcome.cost)
+      j.attributeObject("cost", [&] { writeCost(j, *outcome.cost); });
+    else
+      j.attribute("cost", nullptr);
   });
   out << "\n";
 }

@@ -132,4 +132,99 @@ def EstimateMemory : Pass<"estimate-memory", "::mlir::ModuleOp"> {
   ];
 }
 
+def EstimateCost : Pass<"estimate-cost", "::mlir::ModuleOp"> {
+  let summary = "Predict the step time, tokens/s/GPU and MFU of a plan";
+  let description = [{
+    Counts the FLOPs of one training step from the op graph (each layer's
+    forward traced at `mbs` x `seq`, its backward, and the forward remat
+    reruns), the bytes of every FSDP all-gather and reduce-scatter from the
+    `parc.fsdp_unit`s (ring cost over the intra-node link when the shards fit
+    in a node, the inter-node link otherwise), and combines them under the
+    stated compute efficiency and overlap assumption, plus a memory-bound
+    AdamW step (docs/cost-model.md). Prints the report and records
+    `parc.predicted_step_time_s`, `parc.predicted_tokens_per_s_per_gpu`,
+    `parc.predicted_mfu` and `parc.predicted_flops_per_step` on the model.
+  }];
+  let options = [
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-80gb\"",
+           "Hardware profile name (a file in the profile directory)">,
+    Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",
+           "Directory of hardware profiles (default: next to the tool)">,
+    Option<"seqLen", "seq", "int64_t", /*default=*/"4096", "Sequence length">,
+    Option<"microBatch", "mbs", "int64_t", /*default=*/"1",
+           "Micro-batch size per rank">,
+    Option<"gradAccumulation", "grad-accum", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step">,
+    Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
+           "Image tokens per sample entering the vision tower">,
+    Option<"gpusPerNode", "gpus-per-node", "int64_t", /*default=*/"0",
+           "GPUs per node (0: the hardware profile's)">,
+    Option<"computeEfficiency", "compute-efficiency", "double",
+           /*default=*/"0.6", "Fraction of the dense bf16 peak compute achieves">,
+    Option<"overlap", "overlap", "std::string", /*default=*/"\"schedule\"",
+           "schedule | none | a fraction in [0, 1] of communication hidden">
+  ];
+}
+
+def ApplyTp : Pass<"apply-tp", "::mlir::ModuleOp"> {
+  let summary = "Derive a tensor-parallel plan from the op graph of the layers";
+  let description = [{
+    Plans Megatron-style tensor parallelism over a `shard.grid @tp` of `size`
+    ranks from the op graph of every discovered layer (through the forwards
+    it calls), never from class or module names: linears feeding an
+    attention's q / k / v (through norms and rope) and linears whose output
+    feeds an activation or a gating mul are column-parallel; the linear
+    consuming an attention output or that activation / mul result is
+    row-parallel; the root's embedding tables and the linear producing the
+    logits of `parc.cross_entropy` (through a softcap) are vocab-parallel,
+    their vocab padded up to a multiple of `size`; norms are replicated, or
+    sequence-parallel on the residual stream with `sequence-parallel`. Other
+    linears stay replicated and are counted.
+
+    Records `parc.tp = "colwise" | "rowwise" | "vocab" | "replicated" |
+    "sequence"` on every `parc.param` (a column-parallel bias is split with
+    its output, a row-parallel bias is replicated), `parc.tp_padded_dim0` on
+    vocab-parallel parameters, and `parc.tp_size`,
+    `parc.tp_sequence_parallel`, `parc.tp_loss_parallel` on the model.
+
+    Collectives are recorded, not inserted (a real `shard.all_reduce` in the
+    forward would change the value types the other passes read): the op
+    after or before which the plan communicates carries
+    `parc.tp_collectives`, a list of dictionaries
+    `{kind, axis = "tp", position, bytes_per_token}` (`position` is
+    `before`, `after` or `within` the op), where `bytes_per_token` is the
+    size of the whole (unsharded) tensor per token in the activation dtype
+    of the IR; a cost model applies the ring factor. Row-parallel linears and embeddings: `all_reduce` after, or
+    `reduce_scatter` under sequence parallel; under sequence parallel an
+    `all_gather` before the first column-parallel linear of each group
+    sharing an input (`shared_by` counts the group) and before the logits
+    linear; the logits: an `all_gather` after, or with `loss-parallel` a
+    vocab-parallel cross-entropy that all-reduces three fp32 scalars per
+    token.
+
+    Before anything is written, attention heads, KV heads (per layer, so a
+    separate count on full-attention layers is checked), the intermediate
+    size and the head groups of rope and q/k norms must divide by `size`;
+    each refusal is an error on the model naming the `parc.hf_config` key
+    (or the op attribute and layer for hand-written IR) and its value.
+    `size=1` records only `parc.tp_size = 1`. Without discovered stacks it
+    is an error; an attention whose output no linear consumes keeps its
+    projections replicated, with a warning.
+
+    ```
+    parc-opt --discover-layers "--apply-tp=size=4 sequence-parallel=true" m.mlir
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"size", "size", "int64_t", /*default=*/"1",
+           "Tensor-parallel degree (ranks on the tp axis)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false",
+           "Shard norms and residuals along the sequence between TP regions">,
+    Option<"lossParallel", "loss-parallel", "bool", /*default=*/"false",
+           "Compute the cross-entropy on vocab-sharded logits">
+  ];
+}
+
 #endif // PARC_TRANSFORMS_PASSES_TD

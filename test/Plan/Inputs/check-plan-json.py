@@ -14,6 +14,7 @@ INT = int
 STR = str
 BOOL = bool
 NULL = type(None)
+NUM = (INT, float)
 
 
 def fail(path, message):
@@ -120,6 +121,36 @@ MEMORY = {
         }
     ],
 }
+COST = {
+    key: NUM
+    for key in [
+        "step_time_s",
+        "tokens_per_s_per_gpu",
+        "mfu",
+        "flops_per_step",
+        "model_flops_per_token",
+        "tokens_per_step",
+        "compute_s",
+        "communication_s",
+        "exposed_communication_s",
+        "optimizer_s",
+        "all_gather_bytes",
+        "reduce_scatter_bytes",
+        "optimizer_bytes",
+    ]
+}
+COST["flops"] = {"forward": NUM, "backward": NUM, "recompute": NUM}
+COST["assumptions"] = {
+    "peak_flops": NUM,
+    "compute_efficiency": NUM,
+    "overlap": STR,
+    "link": STR,
+    "link_bandwidth_bytes_per_s": NUM,
+    "memory_bandwidth_bytes_per_s": NUM,
+    "collective": STR,
+    "attention": STR,
+    "backward": STR,
+}
 DOCUMENT = {
     "version": INT,
     "status": STR,
@@ -128,7 +159,39 @@ DOCUMENT = {
     "plan": (PLAN, NULL),
     "memory": (MEMORY, NULL),
     "diagnostics": [{"severity": STR, "message": STR, "location": (STR, NULL)}],
+    "cost": (COST, NULL),
 }
+
+
+def check_cost(cost, world):
+    """The cost fields agree with each other (docs/cost-model.md)."""
+
+    def close(path, got, want):
+        if abs(got - want) > 1e-9 * max(1.0, abs(want)):
+            fail("$.cost." + path, "is %r, expected %r" % (got, want))
+
+    a = cost["assumptions"]
+    f = cost["flops"]
+    close("flops_per_step", cost["flops_per_step"],
+          f["forward"] + f["backward"] + f["recompute"])
+    close("model_flops_per_token", cost["model_flops_per_token"] * cost["tokens_per_step"],
+          f["forward"] + f["backward"])
+    close("compute_s", cost["compute_s"],
+          cost["flops_per_step"] / (a["peak_flops"] * a["compute_efficiency"]))
+    ring = (world - 1) / world if world > 1 else 0.0
+    close("communication_s", cost["communication_s"],
+          ring * (cost["all_gather_bytes"] + cost["reduce_scatter_bytes"])
+          / a["link_bandwidth_bytes_per_s"])
+    if not 0 <= cost["exposed_communication_s"] <= cost["communication_s"] * (1 + 1e-9):
+        fail("$.cost.exposed_communication_s", "is not within [0, communication_s]")
+    close("optimizer_s", cost["optimizer_s"],
+          cost["optimizer_bytes"] / a["memory_bandwidth_bytes_per_s"])
+    close("step_time_s", cost["step_time_s"],
+          cost["compute_s"] + cost["exposed_communication_s"] + cost["optimizer_s"])
+    close("tokens_per_s_per_gpu", cost["tokens_per_s_per_gpu"],
+          cost["tokens_per_step"] / cost["step_time_s"])
+    close("mfu", cost["mfu"],
+          cost["model_flops_per_token"] * cost["tokens_per_s_per_gpu"] / a["peak_flops"])
 
 document = json.load(sys.stdin)
 check(document, DOCUMENT, "$")
@@ -148,6 +211,9 @@ if expected_status != "error":
         fail("$.memory.headroom_bytes", "is not capacity - peak")
     if sum(memory["breakdown"].values()) != memory["peak_bytes"]:
         fail("$.memory.breakdown", "does not add up to peak_bytes")
+    if document["cost"] is None:
+        fail("$.cost", "is null in a plan that did not fail")
+    check_cost(document["cost"], document["plan"]["fsdp"])
 elif not any(d["severity"] == "error" for d in document["diagnostics"]):
     fail("$.diagnostics", "an error document holds no error")
 print("plan document ok: %s" % document["status"])

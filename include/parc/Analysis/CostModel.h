@@ -1,0 +1,116 @@
+//===- CostModel.h - per-step time of a plan --------------------*- C++ -*-===//
+//
+// Predicts the time of one training step of a planned model (after
+// --discover-layers, --apply-remat and --apply-fsdp) from the FLOPs of its op
+// graph (forward, backward, recompute) and the bytes every FSDP collective
+// moves, under a stated compute efficiency and overlap assumption.
+// --estimate-cost prints this report; parc-plan renders it as text or JSON.
+// docs/cost-model.md states every convention.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_ANALYSIS_COSTMODEL_H
+#define PARC_ANALYSIS_COSTMODEL_H
+
+#include "Parc/IR/ParcOps.h"
+#include "parc/Analysis/HardwareProfile.h"
+
+#include <string>
+
+namespace mlir::parc {
+
+/// FLOPs of one pass over some ops, by where they are spent.
+struct FlopCount {
+  double forward = 0;
+  double backward = 0;
+  /// The extra forward backward reruns under remat (full: the whole layer;
+  /// selective: the ops marked parc.recompute).
+  double recompute = 0;
+  /// The matmul-like part of `forward` (linear, matmul, patch embedding).
+  double matmulForward = 0;
+  /// The attention part of `forward` (q k^T and p v).
+  double attentionForward = 0;
+
+  /// What the hardware executes.
+  double total() const { return forward + backward + recompute; }
+  /// Model FLOPs as PaLM defines them: without recompute.
+  double model() const { return forward + backward; }
+  FlopCount &operator+=(const FlopCount &other);
+};
+
+/// FLOPs of one layer's forward traced at `batch` x `tokens` (batch and
+/// sequence are dynamic in the IR), its backward and its recompute under
+/// `remat` ("none", "full", "selective"). `inputRequiresGrad` is false when
+/// nothing before the layer is trainable (then backward computes no input
+/// gradient for its first ops).
+FlopCount countLayerFlops(NNModuleOp layer, llvm::StringRef remat,
+                          int64_t batch, int64_t tokens,
+                          bool inputRequiresGrad = true);
+
+struct CostOptions {
+  std::string hardware = "h100-80gb";
+  std::string hardwareDir; // empty: getDefaultHardwareDir()
+  int64_t seqLen = 4096;
+  int64_t microBatch = 1;
+  int64_t gradAccumulation = 1;
+  /// Image tokens per sample entering the vision tower (0: text-only).
+  int64_t imageTokens = 0;
+  /// GPUs per node of the cluster; 0 takes the hardware profile's.
+  int64_t gpusPerNode = 0;
+  /// The fraction of the dense bf16 peak that compute achieves.
+  double computeEfficiency = 0.6;
+  /// "schedule" (a two-stream timeline of the FSDP step), "none" (every
+  /// collective blocks compute) or a number in [0, 1]: the fraction of the
+  /// communication hidden behind compute.
+  std::string overlap = "schedule";
+};
+
+/// The predicted step of one kind of rank (today: every FSDP rank).
+struct CostReport {
+  HardwareProfile hardware;
+  CostOptions options;
+  int64_t ranks = 1; // FSDP shards (data-parallel ranks)
+
+  /// Per rank, per optimizer step (all micro-batches).
+  FlopCount flops;
+  double tokensPerStep = 0; // per rank: grad accum x micro-batch x seq
+  double modelFlopsPerToken = 0;
+
+  /// Bytes per rank per step entering the collectives (unsharded sizes: the
+  /// ring moves (n-1)/n of them through each rank's link).
+  double allGatherBytes = 0;
+  double reduceScatterBytes = 0;
+  int64_t allGathers = 0, reduceScatters = 0;
+  double bandwidth = 0;     // bytes/s of the link the FSDP ring uses
+  std::string link;         // "intra-node" or "inter-node"
+  double peakFlops = 0;     // hardware bf16 peak
+  double achievedFlops = 0; // peak x efficiency
+
+  double computeSeconds = 0;
+  double communicationSeconds = 0;
+  double exposedCommunicationSeconds = 0;
+  double optimizerSeconds = 0;
+  double optimizerBytes = 0;
+  double stepSeconds = 0;
+
+  double tokensPerSecondPerGpu() const {
+    return stepSeconds > 0 ? tokensPerStep / stepSeconds : 0;
+  }
+  /// Model FLOPs utilisation: model FLOPs per token x tokens/s / peak.
+  double mfu() const {
+    return peakFlops > 0
+               ? modelFlopsPerToken * tokensPerSecondPerGpu() / peakFlops
+               : 0;
+  }
+
+  /// A readable report.
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Estimates the step time of `model`'s plan; errors (no FSDP plan, unknown
+/// hardware, a bad option) are emitted on the model.
+FailureOr<CostReport> estimateCost(ModelOp model, const CostOptions &options);
+
+} // namespace mlir::parc
+
+#endif // PARC_ANALYSIS_COSTMODEL_H

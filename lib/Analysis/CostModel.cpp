@@ -1,0 +1,584 @@
+//===- CostModel.cpp - per-step time from FLOPs and collectives -----------===//
+//
+// FLOPs come from the model's own op graph, traced like the memory replay
+// traces it: each layer's forward is inlined through parc.call at the run's
+// micro-batch and sequence, and every op contributes its forward FLOPs, its
+// backward FLOPs (the gradients that are actually needed: a frozen weight
+// has no weight gradient, an input nothing trainable precedes has no input
+// gradient) and, under remat, the forward backward reruns. Communication
+// comes from the FSDP units: the bytes every all-gather and reduce-scatter
+// moves over a ring. A two-stream timeline of one micro-batch (compute on
+// one stream, collectives in issue order on the other) gives the exposed
+// communication. docs/cost-model.md states every convention.
+//
+//===----------------------------------------------------------------------===//
+
+#include "parc/Analysis/CostModel.h"
+
+#include "parc/Analysis/LayerStacks.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::parc;
+
+FlopCount &FlopCount::operator+=(const FlopCount &other) {
+  forward += other.forward;
+  backward += other.backward;
+  recompute += other.recompute;
+  matmulForward += other.matmulForward;
+  attentionForward += other.attentionForward;
+  return *this;
+}
+
+namespace {
+
+int64_t bytesOf(Type type) { return (type.getIntOrFloatBitWidth() + 7) / 8; }
+
+/// Forward FLOPs per output element of the elementwise ops: ignorable next
+/// to the matmuls, but counted.
+constexpr double kAddFlops = 1, kMulFlops = 1, kRmsNormFlops = 4,
+                 kLayerNormFlops = 7, kRopeFlops = 3, kSoftcapFlops = 3,
+                 kCrossEntropyFlops = 4, kPoolFlops = 1;
+
+double activationFlops(ActivationKind kind) {
+  switch (kind) {
+  case ActivationKind::Silu:
+    return 4; // exp, add, divide, multiply
+  case ActivationKind::GeluTanh:
+  case ActivationKind::Gelu:
+    return 8;
+  case ActivationKind::Relu:
+    return 1;
+  }
+  return 1;
+}
+
+/// (query, key) pairs one sequence of `queries` attends under the mask: a
+/// causal row i sees min(i + 1, window) keys; a bidirectional row
+/// min(keys, window).
+double attendedPairs(int64_t queries, int64_t keys, bool causal,
+                     std::optional<int64_t> window) {
+  if (!causal) {
+    double seen = window ? std::min(keys, *window) : keys;
+    return double(queries) * seen;
+  }
+  double s = double(queries);
+  double w = window ? std::min<double>(*window, s) : s;
+  return w * (w + 1) / 2 + (s - w) * w;
+}
+
+/// A tensor of the trace: its shape at the run's batch and sequence, and
+/// whether a gradient flows back into it.
+struct Tensor {
+  SmallVector<int64_t> shape;
+  bool requiresGrad = false;
+  double elements() const {
+    double count = 1;
+    for (int64_t extent : shape)
+      count *= double(extent);
+    return count;
+  }
+  int64_t lastDim() const { return shape.empty() ? 1 : shape.back(); }
+};
+
+class FlopTracer {
+public:
+  FlopTracer(int64_t batch, int64_t tokens, bool stopAtLayers, StringRef remat)
+      : batch(batch), tokens(tokens), stopAtLayers(stopAtLayers), remat(remat) {
+  }
+
+  FlopCount trace(func::FuncOp forward, bool argsRequireGrad) {
+    SmallVector<Tensor> args;
+    for (BlockArgument arg : forward.getArguments())
+      args.push_back(newTensor(arg.getType(), argsRequireGrad));
+    traceBody(forward, args);
+    return result;
+  }
+
+  /// Root traces only: whether each layer's input needs a gradient.
+  llvm::DenseMap<Operation *, bool> layerInputGrad;
+
+private:
+  Tensor newTensor(Type type, bool requiresGrad) {
+    Tensor tensor;
+    tensor.requiresGrad = requiresGrad;
+    if (auto ranked = dyn_cast<RankedTensorType>(type))
+      for (auto [dim, extent] : llvm::enumerate(ranked.getShape()))
+        tensor.shape.push_back(ShapedType::isDynamic(extent)
+                                   ? (dim == 0 ? batch : tokens)
+                                   : extent);
+    else
+      tensor.shape.push_back(0);
+    return tensor;
+  }
+
+  SmallVector<Tensor> traceBody(func::FuncOp forward, ArrayRef<Tensor> args) {
+    llvm::DenseMap<Value, Tensor> values;
+    for (auto [arg, tensor] : llvm::zip(forward.getArguments(), args))
+      values[arg] = tensor;
+    SmallVector<Tensor> returned;
+    for (Operation &op : forward.getBody().front()) {
+      SmallVector<Tensor> operands;
+      for (Value operand : op.getOperands())
+        operands.push_back(values.lookup(operand));
+      if (isa<func::ReturnOp>(op)) {
+        returned = operands;
+        continue;
+      }
+      SmallVector<Tensor> results;
+      if (auto call = dyn_cast<CallOp>(op))
+        results = traceCall(call, operands);
+      else
+        results = traceOp(op, operands);
+      for (auto [value, tensor] : llvm::zip(op.getResults(), results))
+        values[value] = tensor;
+    }
+    return returned;
+  }
+
+  static bool anyGrad(ArrayRef<Tensor> tensors) {
+    return llvm::any_of(tensors,
+                        [](const Tensor &t) { return t.requiresGrad; });
+  }
+
+  bool hasTrainableParams(NNModuleOp module) {
+    auto [it, inserted] = trainableModules.try_emplace(module, false);
+    if (inserted)
+      module.walk([&](ParamOp param) {
+        if (!isFrozen(param))
+          it->second = true;
+      });
+    return it->second;
+  }
+
+  SmallVector<Tensor> traceCall(CallOp call, ArrayRef<Tensor> operands) {
+    auto callee =
+        tables.lookupNearestSymbolFrom<NNModuleOp>(call, call.getCallee());
+    func::FuncOp forward = callee ? callee.getForward() : nullptr;
+    if (!forward || (stopAtLayers && getLayerTag(callee))) {
+      bool inputGrad = anyGrad(operands);
+      if (callee)
+        layerInputGrad[callee] = inputGrad;
+      bool grad = inputGrad || (callee && hasTrainableParams(callee));
+      SmallVector<Tensor> results;
+      for (Value value : call.getResults())
+        results.push_back(newTensor(value.getType(), grad));
+      return results;
+    }
+    return traceBody(forward, operands);
+  }
+
+  bool isTrainable(Operation *op, SymbolRefAttr ref) {
+    if (!ref)
+      return false;
+    auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, ref);
+    return param && !isFrozen(param);
+  }
+
+  SmallVector<Tensor> traceOp(Operation &op, ArrayRef<Tensor> operands) {
+    auto weight = op.getAttrOfType<SymbolRefAttr>("weight");
+    auto bias = op.getAttrOfType<SymbolRefAttr>("bias");
+    bool weightGrad = isTrainable(&op, weight);
+    bool biasGrad = isTrainable(&op, bias);
+    bool inputGrad = anyGrad(operands);
+    bool outputGrad = inputGrad || weightGrad || biasGrad;
+    SmallVector<Tensor> results;
+    for (Value value : op.getResults())
+      results.push_back(newTensor(value.getType(), outputGrad));
+    double out = results.empty() ? 0 : results.front().elements();
+
+    double forward = 0, backward = 0;
+    llvm::TypeSwitch<Operation *>(&op)
+        .Case<LinearOp, MatmulOp, PatchEmbeddingOp>([&](auto) {
+          // 2 x rows x in x out: each output element is an in-long dot
+          // product, and the weight holds in x out elements.
+          auto param = tables.lookupNearestSymbolFrom<ParamOp>(&op, weight);
+          double in =
+              param
+                  ? double(param.getNumElements()) /
+                        double(std::max<int64_t>(1, results.front().lastDim()))
+                  : 0;
+          double matmul = 2 * out * in;
+          result.matmulForward += matmul;
+          forward = matmul + (bias ? out : 0);
+          // Backward: the weight gradient (x^T dy) and the input gradient
+          // (dy W) are each a matmul of the forward's size.
+          backward = matmul * ((weightGrad ? 1 : 0) + (inputGrad ? 1 : 0)) +
+                     (biasGrad ? out : 0);
+        })
+        .Case([&](AttentionOp attention) {
+          const Tensor &query = operands[0], &key = operands[1];
+          int64_t queries =
+              query.shape.size() >= 2 ? query.shape[query.shape.size() - 2] : 1;
+          int64_t keys =
+              key.shape.size() >= 2 ? key.shape[key.shape.size() - 2] : 1;
+          double sequences =
+              query.elements() /
+              std::max<double>(1, double(query.lastDim()) * double(queries));
+          double pairs =
+              sequences * attendedPairs(queries, keys, attention.getCausal(),
+                                        attention.getSlidingWindow());
+          // q k^T and p v: 2 FLOPs per pair, head and head dim each.
+          forward = 4 * pairs * double(attention.getNumHeads()) *
+                    double(attention.getHeadDim());
+          result.attentionForward += forward;
+          // dv = p^T do, dp = do v^T, dq = ds k, dk = ds^T q.
+          backward = inputGrad ? 2 * forward : 0;
+        })
+        .Case([&](EmbeddingOp) {
+          // A gather: no arithmetic (the scale, where there is one, is an
+          // elementwise multiply).
+          forward = op.hasAttr("scale") ? out : 0;
+          backward = 0;
+        })
+        .Default([&](Operation *) {
+          double perElement =
+              llvm::TypeSwitch<Operation *, double>(&op)
+                  .Case([](AddOp) { return kAddFlops; })
+                  .Case([](MulOp) { return kMulFlops; })
+                  .Case([](ActivationOp activation) {
+                    return activationFlops(activation.getKind());
+                  })
+                  .Case([](RmsNormOp) { return kRmsNormFlops; })
+                  .Case([](LayerNormOp) { return kLayerNormFlops; })
+                  .Case([](RopeOp) { return kRopeFlops; })
+                  .Case([](SoftcapOp) { return kSoftcapFlops; })
+                  .Case([](PositionEmbeddingOp) { return kAddFlops; })
+                  .Default([](Operation *) { return 0.0; });
+          double elements = out;
+          if (isa<CrossEntropyOp>(op)) {
+            perElement = kCrossEntropyFlops;
+            elements = operands[0].elements();
+          } else if (isa<AvgPoolTokensOp>(op)) {
+            perElement = kPoolFlops;
+            elements = operands[0].elements();
+          }
+          forward = perElement * elements;
+          // By convention twice the forward, like the matmuls.
+          backward = outputGrad ? 2 * forward : 0;
+        });
+    result.forward += forward;
+    result.backward += backward;
+    if (remat == "full" ||
+        (remat == "selective" && op.hasAttr("parc.recompute")))
+      result.recompute += forward;
+    return results;
+  }
+
+  int64_t batch, tokens;
+  bool stopAtLayers;
+  StringRef remat;
+  SymbolTableCollection tables;
+  llvm::DenseMap<Operation *, bool> trainableModules;
+  FlopCount result;
+};
+
+/// One FSDP unit as the cost model sees it, per rank.
+struct UnitCost {
+  std::string path;
+  NNModuleOp layer; // null for the root
+  bool reshardAfterForward = true;
+  int64_t prefetch = 1;
+  double gatherBytes = 0;    // unsharded, compute dtype
+  double reduceBytes = 0;    // unsharded gradients, reduce dtype
+  double optimizerBytes = 0; // AdamW traffic over this rank's shard
+  FlopCount flops;           // one micro-batch
+};
+
+FailureOr<SmallVector<UnitCost>> collectUnits(ModelOp model, int64_t &shards) {
+  shards = 0;
+  for (Operation &op : *model.getBody())
+    if (op.getName().getStringRef() == "shard.grid")
+      if (auto shape = op.getAttrOfType<DenseI64ArrayAttr>("shape"))
+        if (!shape.empty() &&
+            op.getAttrOfType<StringAttr>("sym_name").getValue() == "fsdp")
+          shards = shape[0];
+  if (shards <= 0)
+    return mlir::emitError(model->getLoc())
+           << "estimate-cost needs an FSDP plan: run "
+              "--apply-fsdp (with shards=1 for a single rank)";
+
+  llvm::StringMap<NNModuleOp> layerByPath;
+  model.walk([&](NNModuleOp module) {
+    if (getLayerTag(module))
+      layerByPath[getDottedPath(module)] = module;
+  });
+  SymbolTableCollection tables;
+  SmallVector<UnitCost> units;
+  for (FsdpUnitOp unitOp : model.getBody()->getOps<FsdpUnitOp>()) {
+    UnitCost unit;
+    unit.path = unitOp.getPath().str();
+    unit.layer = layerByPath.lookup(unit.path);
+    unit.reshardAfterForward = unitOp.getReshardAfterForward();
+    unit.prefetch = unitOp.getPrefetch();
+    int64_t compute = bytesOf(unitOp.getComputeDtype());
+    int64_t master = bytesOf(unitOp.getMasterDtype());
+    int64_t reduce = bytesOf(unitOp.getReduceDtype());
+    int64_t optim = bytesOf(unitOp.getOptimDtype());
+    for (ShardParamOp shard : unitOp.getBody()->getOps<ShardParamOp>()) {
+      auto param =
+          cast<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
+      int64_t dim0 = param.getTensorType().getDimSize(0);
+      double padded =
+          double(param.getNumElements() / dim0) * double(shard.getPaddedDim0());
+      double perRank = padded / double(shards);
+      unit.gatherBytes += padded * compute;
+      if (shard->hasAttr("frozen"))
+        continue;
+      unit.reduceBytes += padded * reduce;
+      // AdamW reads the parameter, its gradient and both moments and
+      // writes the parameter and both moments back.
+      unit.optimizerBytes += perRank * (3 * master + 4 * optim);
+    }
+    units.push_back(std::move(unit));
+  }
+  SmallVector<NNModuleOp> order = getLayersInExecutionOrder(model);
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [index, layer] : llvm::enumerate(order))
+    position[layer] = index + 1;
+  llvm::stable_sort(units, [&](const UnitCost &a, const UnitCost &b) {
+    return position.lookup(a.layer) < position.lookup(b.layer);
+  });
+  if (units.empty() || units.front().layer)
+    return mlir::emitError(model->getLoc())
+           << "estimate-cost needs the FSDP plan's root unit";
+  return units;
+}
+
+/// The communication stream: collectives run one after another in the
+/// order they are issued, each from when it is issued.
+struct CommStream {
+  double free = 0, busy = 0;
+  double issue(double ready, double seconds) {
+    free = std::max(ready, free) + seconds;
+    busy += seconds;
+    return free;
+  }
+};
+
+/// One micro-batch of the FSDP step on two streams; returns its length.
+/// Forward: unit i's pre-forward (when the previous unit's compute ends)
+/// all-gathers i .. i + prefetch not yet gathered, and its compute waits for
+/// its own all-gather (and the root's). The root's own compute (final norm,
+/// lm_head, loss and their backward) runs after the last layer. Backward in
+/// reverse: the pre-backward all-gathers again the resharded units i ..
+/// i - prefetch, the compute (recompute + backward) waits for it, and the
+/// reduce-scatter is issued when it ends; the root reduce-scatters last.
+double simulateMicroBatch(ArrayRef<UnitCost> units,
+                          llvm::function_ref<double(double)> commSeconds,
+                          double achievedFlops) {
+  size_t n = units.size();
+  CommStream comm;
+  std::vector<double> gathered(n, -1), regathered(n, -1);
+  double t = 0;
+  auto seconds = [&](double flops) { return flops / achievedFlops; };
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = i; k <= i + size_t(units[i].prefetch) && k < n; ++k)
+      if (gathered[k] < 0)
+        gathered[k] = comm.issue(t, commSeconds(units[k].gatherBytes));
+    if (i == 0)
+      continue;
+    t = std::max({t, gathered[i], gathered[0]});
+    t += seconds(units[i].flops.forward);
+  }
+  t = std::max(t, gathered[0]);
+  t += seconds(units[0].flops.forward + units[0].flops.backward +
+               units[0].flops.recompute);
+  for (size_t i = n; i-- > 1;) {
+    for (size_t k = i, ahead = 0; k >= 1 && ahead <= size_t(units[i].prefetch);
+         --k, ++ahead)
+      if (regathered[k] < 0)
+        regathered[k] = units[k].reshardAfterForward
+                            ? comm.issue(t, commSeconds(units[k].gatherBytes))
+                            : gathered[k];
+    t = std::max(t, regathered[i]);
+    t += seconds(units[i].flops.backward + units[i].flops.recompute);
+    if (units[i].reduceBytes > 0)
+      comm.issue(t, commSeconds(units[i].reduceBytes));
+  }
+  if (units[0].reduceBytes > 0)
+    comm.issue(t, commSeconds(units[0].reduceBytes));
+  return std::max(t, comm.free);
+}
+
+} // namespace
+
+FlopCount mlir::parc::countLayerFlops(NNModuleOp layer, StringRef remat,
+                                      int64_t batch, int64_t tokens,
+                                      bool inputRequiresGrad) {
+  return FlopTracer(batch, tokens, /*stopAtLayers=*/false, remat)
+      .trace(layer.getForward(), inputRequiresGrad);
+}
+
+FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
+                                               const CostOptions &options) {
+  std::string dir = options.hardwareDir.empty() ? getDefaultHardwareDir()
+                                                : options.hardwareDir;
+  FailureOr<HardwareProfile> hardware =
+      loadHardwareProfile(options.hardware, dir, model.getLoc());
+  if (failed(hardware))
+    return failure();
+  if (options.seqLen <= 0 || options.microBatch <= 0 ||
+      options.gradAccumulation <= 0 || options.imageTokens < 0 ||
+      options.gpusPerNode < 0)
+    return mlir::emitError(model->getLoc())
+           << "estimate-cost needs positive seq, mbs and gradient "
+              "accumulation";
+  if (!(options.computeEfficiency > 0 && options.computeEfficiency <= 1))
+    return mlir::emitError(model->getLoc())
+           << "estimate-cost needs a compute efficiency in (0, 1], got "
+           << options.computeEfficiency;
+  std::optional<double> overlapFraction;
+  if (options.overlap == "none") {
+    overlapFraction = 0;
+  } else if (options.overlap != "schedule") {
+    double fraction = 0;
+    if (StringRef(options.overlap).getAsDouble(fraction) || fraction < 0 ||
+        fraction > 1)
+      return mlir::emitError(model->getLoc())
+             << "estimate-cost overlap must be 'schedule', 'none' or a "
+                "fraction in [0, 1], got '"
+             << options.overlap << "'";
+    overlapFraction = fraction;
+  }
+  if (hardware->bf16Flops <= 0 || hardware->memoryBandwidth <= 0 ||
+      hardware->intraNodeBandwidth <= 0 || hardware->interNodeBandwidth <= 0)
+    return mlir::emitError(model->getLoc())
+           << "hardware profile '" << hardware->name
+           << "' needs positive FLOP/s and bandwidths for a cost estimate";
+
+  CostReport report;
+  report.hardware = *hardware;
+  report.options = options;
+  FailureOr<SmallVector<UnitCost>> units = collectUnits(model, report.ranks);
+  if (failed(units))
+    return failure();
+
+  // FLOPs of one micro-batch: the root's own ops (the layers stopped at),
+  // which also tells whether each layer's input needs a gradient, then
+  // every layer at its stack's tokens under its remat decision.
+  FlopTracer rootTracer(options.microBatch, options.seqLen,
+                        /*stopAtLayers=*/true, "none");
+  (*units)[0].flops = rootTracer.trace(
+      cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward")),
+      /*argsRequireGrad=*/false);
+  for (UnitCost &unit : *units) {
+    if (!unit.layer)
+      continue;
+    auto tag = getLayerTag(unit.layer);
+    int64_t tokens = tag && StringRef(tag->first).starts_with("vision")
+                         ? options.imageTokens
+                         : options.seqLen;
+    auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
+    auto inputGrad = rootTracer.layerInputGrad.find(unit.layer);
+    unit.flops = countLayerFlops(unit.layer, remat ? remat.getValue() : "none",
+                                 options.microBatch, tokens,
+                                 inputGrad == rootTracer.layerInputGrad.end() ||
+                                     inputGrad->second);
+  }
+
+  int64_t gpusPerNode =
+      options.gpusPerNode > 0 ? options.gpusPerNode : hardware->gpusPerNode;
+  bool intraNode = report.ranks <= gpusPerNode;
+  report.link = intraNode ? "intra-node" : "inter-node";
+  report.bandwidth =
+      intraNode ? hardware->intraNodeBandwidth : hardware->interNodeBandwidth;
+  double n = double(report.ranks);
+  auto commSeconds = [&](double bytes) {
+    return report.ranks > 1 ? (n - 1) / n * bytes / report.bandwidth : 0.0;
+  };
+  report.peakFlops = hardware->bf16Flops;
+  report.achievedFlops = hardware->bf16Flops * options.computeEfficiency;
+
+  // One micro-batch.
+  FlopCount micro;
+  double gatherBytes = 0, reduceBytes = 0, optimizerBytes = 0;
+  int64_t gathers = 0, reduces = 0;
+  for (const UnitCost &unit : *units) {
+    micro += unit.flops;
+    bool regather = unit.layer && unit.reshardAfterForward;
+    gatherBytes += unit.gatherBytes * (regather ? 2 : 1);
+    gathers += regather ? 2 : 1;
+    if (unit.reduceBytes > 0) {
+      reduceBytes += unit.reduceBytes;
+      ++reduces;
+    }
+    optimizerBytes += unit.optimizerBytes;
+  }
+  double computeMicro = micro.total() / report.achievedFlops;
+  double commMicro = commSeconds(gatherBytes) + commSeconds(reduceBytes);
+  double stepMicro =
+      overlapFraction
+          ? computeMicro + commMicro -
+                std::min(*overlapFraction * commMicro, computeMicro)
+          : simulateMicroBatch(*units, commSeconds, report.achievedFlops);
+
+  double accum = double(options.gradAccumulation);
+  report.flops.forward = micro.forward * accum;
+  report.flops.backward = micro.backward * accum;
+  report.flops.recompute = micro.recompute * accum;
+  report.flops.matmulForward = micro.matmulForward * accum;
+  report.flops.attentionForward = micro.attentionForward * accum;
+  report.tokensPerStep =
+      accum * double(options.microBatch) * double(options.seqLen);
+  report.modelFlopsPerToken = report.flops.model() / report.tokensPerStep;
+  report.allGatherBytes = gatherBytes * accum;
+  report.reduceScatterBytes = reduceBytes * accum;
+  report.allGathers = gathers * options.gradAccumulation;
+  report.reduceScatters = reduces * options.gradAccumulation;
+  report.computeSeconds = computeMicro * accum;
+  report.communicationSeconds = commMicro * accum;
+  report.exposedCommunicationSeconds =
+      std::max(0.0, stepMicro - computeMicro) * accum;
+  report.optimizerBytes = optimizerBytes;
+  report.optimizerSeconds = optimizerBytes / hardware->memoryBandwidth;
+  report.stepSeconds = stepMicro * accum + report.optimizerSeconds;
+  return report;
+}
+
+void CostReport::print(llvm::raw_ostream &os) const {
+  os << "step time per rank (fsdp, " << ranks << " ranks) on "
+     << hardware.description << ":\n";
+  auto flopsRow = [&](StringRef what, double value) {
+    os << "  " << llvm::left_justify(what, 26) << llvm::format("%22.0f", value)
+       << " FLOPs\n";
+  };
+  flopsRow("forward", flops.forward);
+  flopsRow("backward", flops.backward);
+  flopsRow("recompute", flops.recompute);
+  flopsRow("total", flops.total());
+  flopsRow("model FLOPs per token", modelFlopsPerToken);
+  auto timeRow = [&](StringRef what, double seconds, const llvm::Twine &how) {
+    os << "  " << llvm::left_justify(what, 26)
+       << llvm::format("%14.6g s", seconds) << "  " << how << "\n";
+  };
+  std::string computeHow, commHow, optimHow;
+  llvm::raw_string_ostream(computeHow)
+      << "at " << llvm::format("%g", options.computeEfficiency * 100) << "% of "
+      << llvm::format("%g", peakFlops / 1e12) << " TFLOP/s";
+  llvm::raw_string_ostream(commHow)
+      << allGathers << " all-gathers " << llvm::format("%.0f", allGatherBytes)
+      << " B, " << reduceScatters << " reduce-scatters "
+      << llvm::format("%.0f", reduceScatterBytes) << " B, ring over " << link
+      << " " << llvm::format("%g", bandwidth / 1e9) << " GB/s";
+  llvm::raw_string_ostream(optimHow)
+      << llvm::format("%.0f", optimizerBytes) << " B at "
+      << llvm::format("%g", hardware.memoryBandwidth / 1e9) << " GB/s";
+  timeRow("compute", computeSeconds, computeHow);
+  timeRow("communication", communicationSeconds, commHow);
+  timeRow("exposed communication", exposedCommunicationSeconds,
+          "overlap " + options.overlap);
+  timeRow("optimizer step", optimizerSeconds, optimHow);
+  timeRow("step", stepSeconds,
+          "x " + llvm::Twine(options.gradAccumulation) + " micro-batches");
+  os << "  " << llvm::left_justify("tokens/s/GPU", 26)
+     << llvm::format("%14.6g", tokensPerSecondPerGpu()) << "\n";
+  os << "  " << llvm::left_justify("MFU", 26)
+     << llvm::format("%13.2f%%", mfu() * 100) << "\n";
+}

@@ -1,0 +1,258 @@
+// RUN: parc-opt %s -split-input-file -verify-diagnostics --apply-tp=size=4
+// RUN: not parc-opt %s -split-input-file --apply-tp=size=0 2>&1 | FileCheck %s --check-prefix=SIZE
+
+// SIZE: error: apply-tp needs size >= 1, got 0
+
+// Each refusal names the op attribute or parameter and the layer (this IR
+// has no parc.hf_config), the value, and what the size must divide.
+
+// -----
+
+// expected-error@+2 {{tensor parallel size 4 does not divide the 6 attention heads of the language layers (num_heads = 6 on the parc.attention in model.layers.0) of @heads; use a size that divides 6}}
+// expected-error@+1 {{tensor parallel size 4 does not divide the 2 KV heads of the language layers (num_kv_heads = 2 on the parc.attention in model.layers.0) of @heads; use a size that divides 2}}
+parc.model @heads class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+  parc.module @model "Model" composite {
+    parc.module @layers "ModuleList" list {
+      parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+        parc.module @q "Linear" leaf {
+          parc.param @weight : tensor<12x16xf32>
+        }
+        parc.module @k "Linear" leaf {
+          parc.param @weight : tensor<4x16xf32>
+        }
+        parc.module @o "Linear" leaf {
+          parc.param @weight : tensor<16x12xf32>
+        }
+        parc.module @up "Linear" leaf {
+          parc.param @weight : tensor<32x16xf32>
+        }
+        parc.module @down "Linear" leaf {
+          parc.param @weight : tensor<16x32xf32>
+        }
+        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+          %q = parc.linear %x, @q::@weight : tensor<?x?x16xf32> -> tensor<?x?x12xf32>
+          %k = parc.linear %x, @k::@weight : tensor<?x?x16xf32> -> tensor<?x?x4xf32>
+          %a = parc.attention %q, %k, %k {causal, head_dim = 2 : i64, num_heads = 6 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64} : (tensor<?x?x12xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x12xf32>
+          %o = parc.linear %a, @o::@weight : tensor<?x?x12xf32> -> tensor<?x?x16xf32>
+          %r = parc.add %x, %o : tensor<?x?x16xf32>
+          %u = parc.linear %r, @up::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
+          %g = parc.activation silu %u : tensor<?x?x32xf32>
+          %d = parc.linear %g, @down::@weight : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
+          %y = parc.add %r, %d : tensor<?x?x16xf32>
+          return %y : tensor<?x?x16xf32>
+        }
+      }
+    }
+    func.func @forward(%h0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+      %h1 = parc.call @layers::@"0"(%h0) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+      return %h1 : tensor<?x?x16xf32>
+    }
+  }
+}
+
+// -----
+
+// expected-error@+1 {{tensor parallel size 4 does not divide the 2 KV heads of the language layers (num_kv_heads = 2 on the parc.attention in model.layers.0, and 1 more layer) of @kv; use a size that divides 2}}
+parc.model @kv class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "model.layers"}]} {
+  parc.module @model "Model" composite {
+    parc.module @layers "ModuleList" list {
+      parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+        parc.module @q "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @k "Linear" leaf {
+          parc.param @weight : tensor<4x16xf32>
+        }
+        parc.module @o "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @up "Linear" leaf {
+          parc.param @weight : tensor<32x16xf32>
+        }
+        parc.module @down "Linear" leaf {
+          parc.param @weight : tensor<16x32xf32>
+        }
+        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+          %q = parc.linear %x, @q::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %k = parc.linear %x, @k::@weight : tensor<?x?x16xf32> -> tensor<?x?x4xf32>
+          %a = parc.attention %q, %k, %k {causal, head_dim = 2 : i64, num_heads = 8 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+          %o = parc.linear %a, @o::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %r = parc.add %x, %o : tensor<?x?x16xf32>
+          %u = parc.linear %r, @up::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
+          %g = parc.activation silu %u : tensor<?x?x32xf32>
+          %d = parc.linear %g, @down::@weight : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
+          %y = parc.add %r, %d : tensor<?x?x16xf32>
+          return %y : tensor<?x?x16xf32>
+        }
+      }
+      parc.module @"1" "Block" composite attributes {parc.layer_index = 1 : i64, parc.stack = "language"} {
+        parc.module @q "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @k "Linear" leaf {
+          parc.param @weight : tensor<4x16xf32>
+        }
+        parc.module @o "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @up "Linear" leaf {
+          parc.param @weight : tensor<32x16xf32>
+        }
+        parc.module @down "Linear" leaf {
+          parc.param @weight : tensor<16x32xf32>
+        }
+        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+          %q = parc.linear %x, @q::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %k = parc.linear %x, @k::@weight : tensor<?x?x16xf32> -> tensor<?x?x4xf32>
+          %a = parc.attention %q, %k, %k {causal, head_dim = 2 : i64, num_heads = 8 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x16xf32>
+          %o = parc.linear %a, @o::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %r = parc.add %x, %o : tensor<?x?x16xf32>
+          %u = parc.linear %r, @up::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
+          %g = parc.activation silu %u : tensor<?x?x32xf32>
+          %d = parc.linear %g, @down::@weight : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
+          %y = parc.add %r, %d : tensor<?x?x16xf32>
+          return %y : tensor<?x?x16xf32>
+        }
+      }
+    }
+    func.func @forward(%h0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+      %h1 = parc.call @layers::@"0"(%h0) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+      %h2 = parc.call @layers::@"1"(%h1) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+      return %h2 : tensor<?x?x16xf32>
+    }
+  }
+}
+
+// -----
+
+// expected-error@+1 {{tensor parallel size 4 does not divide the intermediate size 30 of the language layers (dim 0 of model.layers.0.up.weight = 30) of @ffn; use a size that divides 30}}
+parc.model @ffn class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+  parc.module @model "Model" composite {
+    parc.module @layers "ModuleList" list {
+      parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+        parc.module @q "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @k "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @o "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @up "Linear" leaf {
+          parc.param @weight : tensor<30x16xf32>
+        }
+        parc.module @down "Linear" leaf {
+          parc.param @weight : tensor<16x30xf32>
+        }
+        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+          %q = parc.linear %x, @q::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %k = parc.linear %x, @k::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %a = parc.attention %q, %k, %k {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+          %o = parc.linear %a, @o::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %r = parc.add %x, %o : tensor<?x?x16xf32>
+          %u = parc.linear %r, @up::@weight : tensor<?x?x16xf32> -> tensor<?x?x30xf32>
+          %g = parc.activation silu %u : tensor<?x?x30xf32>
+          %d = parc.linear %g, @down::@weight : tensor<?x?x30xf32> -> tensor<?x?x16xf32>
+          %y = parc.add %r, %d : tensor<?x?x16xf32>
+          return %y : tensor<?x?x16xf32>
+        }
+      }
+    }
+    func.func @forward(%h0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+      %h1 = parc.call @layers::@"0"(%h0) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+      return %h1 : tensor<?x?x16xf32>
+    }
+  }
+}
+
+// -----
+
+// A norm over the whole query projection needs whole 16-wide groups per rank.
+// expected-error@+1 {{tensor parallel size 4 does not divide the 16-wide query projection into whole 16-wide groups of the language layers (rms_norm model.layers.0.qn.weight normalising groups of 16) of @groups; use a size that divides 1}}
+parc.model @groups class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+  parc.module @model "Model" composite {
+    parc.module @layers "ModuleList" list {
+      parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+        parc.module @q "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @k "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @o "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @up "Linear" leaf {
+          parc.param @weight : tensor<32x16xf32>
+        }
+        parc.module @down "Linear" leaf {
+          parc.param @weight : tensor<16x32xf32>
+        }
+        parc.module @qn "RMSNorm" leaf {
+          parc.param @weight : tensor<16xf32>
+        }
+        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+          %q = parc.linear %x, @q::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %k = parc.linear %x, @k::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %qn = parc.rms_norm %q, @qn::@weight {eps = 1.0e-6 : f64} : tensor<?x?x16xf32>
+          %a = parc.attention %qn, %k, %k {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+          %o = parc.linear %a, @o::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %r = parc.add %x, %o : tensor<?x?x16xf32>
+          %u = parc.linear %r, @up::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
+          %g = parc.activation silu %u : tensor<?x?x32xf32>
+          %d = parc.linear %g, @down::@weight : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
+          %y = parc.add %r, %d : tensor<?x?x16xf32>
+          return %y : tensor<?x?x16xf32>
+        }
+      }
+    }
+    func.func @forward(%h0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+      %h1 = parc.call @layers::@"0"(%h0) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+      return %h1 : tensor<?x?x16xf32>
+    }
+  }
+}
+
+// -----
+
+// expected-error@+1 {{apply-tp needs layer stacks: run --discover-layers first}}
+parc.model @nostacks class "M" {
+  parc.module @model "Model" composite {
+    parc.module @layers "ModuleList" list {
+      parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+        parc.module @q "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @k "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @o "Linear" leaf {
+          parc.param @weight : tensor<16x16xf32>
+        }
+        parc.module @up "Linear" leaf {
+          parc.param @weight : tensor<32x16xf32>
+        }
+        parc.module @down "Linear" leaf {
+          parc.param @weight : tensor<16x32xf32>
+        }
+        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+          %q = parc.linear %x, @q::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %k = parc.linear %x, @k::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %a = parc.attention %q, %k, %k {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+          %o = parc.linear %a, @o::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+          %r = parc.add %x, %o : tensor<?x?x16xf32>
+          %u = parc.linear %r, @up::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
+          %g = parc.activation silu %u : tensor<?x?x32xf32>
+          %d = parc.linear %g, @down::@weight : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
+          %y = parc.add %r, %d : tensor<?x?x16xf32>
+          return %y : tensor<?x?x16xf32>
+        }
+      }
+    }
+    func.func @forward(%h0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+      %h1 = parc.call @layers::@"0"(%h0) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+      return %h1 : tensor<?x?x16xf32>
+    }
+  }
+}

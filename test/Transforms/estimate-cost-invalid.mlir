@@ -1,0 +1,12 @@
+// RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --estimate-cost=hardware=cpu 2>&1 | FileCheck %s --check-prefix=NO-PLAN
+// RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 --estimate-cost=hardware=tpu-v9 2>&1 | FileCheck %s --check-prefix=HARDWARE
+// RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-cost=hardware=cpu overlap=most" 2>&1 | FileCheck %s --check-prefix=OVERLAP
+// RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-cost=hardware=cpu overlap=1.5" 2>&1 | FileCheck %s --check-prefix=OVERLAP
+// RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-cost=hardware=cpu compute-efficiency=0" 2>&1 | FileCheck %s --check-prefix=EFFICIENCY
+// RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-cost=hardware=cpu seq=0" 2>&1 | FileCheck %s --check-prefix=SEQ
+
+// NO-PLAN: error: estimate-cost needs an FSDP plan: run --apply-fsdp (with shards=1 for a single rank)
+// HARDWARE: error: unknown hardware profile 'tpu-v9'
+// OVERLAP: error: estimate-cost overlap must be 'schedule', 'none' or a fraction in [0, 1], got
+// EFFICIENCY: error: estimate-cost needs a compute efficiency in (0, 1], got 0
+// SEQ: error: estimate-cost needs positive seq, mbs and gradient accumulation
