@@ -15,6 +15,7 @@
 
 #include "parc/Analysis/CostModel.h"
 
+#include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/LayerStacks.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -87,17 +88,17 @@ struct Tensor {
   int64_t lastDim() const { return shape.empty() ? 1 : shape.back(); }
 };
 
-class FlopTracer {
+class FlopTracer : public ForwardWalker<FlopTracer, Tensor> {
 public:
   FlopTracer(int64_t batch, int64_t tokens, bool stopAtLayers, StringRef remat)
-      : batch(batch), tokens(tokens), stopAtLayers(stopAtLayers), remat(remat) {
-  }
+      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens),
+        remat(remat) {}
 
   FlopCount trace(func::FuncOp forward, bool argsRequireGrad) {
     SmallVector<Tensor> args;
     for (BlockArgument arg : forward.getArguments())
       args.push_back(newTensor(arg.getType(), argsRequireGrad));
-    traceBody(forward, args);
+    walk(forward, args);
     return result;
   }
 
@@ -118,30 +119,6 @@ private:
     return tensor;
   }
 
-  SmallVector<Tensor> traceBody(func::FuncOp forward, ArrayRef<Tensor> args) {
-    llvm::DenseMap<Value, Tensor> values;
-    for (auto [arg, tensor] : llvm::zip(forward.getArguments(), args))
-      values[arg] = tensor;
-    SmallVector<Tensor> returned;
-    for (Operation &op : forward.getBody().front()) {
-      SmallVector<Tensor> operands;
-      for (Value operand : op.getOperands())
-        operands.push_back(values.lookup(operand));
-      if (isa<func::ReturnOp>(op)) {
-        returned = operands;
-        continue;
-      }
-      SmallVector<Tensor> results;
-      if (auto call = dyn_cast<CallOp>(op))
-        results = traceCall(call, operands);
-      else
-        results = traceOp(op, operands);
-      for (auto [value, tensor] : llvm::zip(op.getResults(), results))
-        values[value] = tensor;
-    }
-    return returned;
-  }
-
   static bool anyGrad(ArrayRef<Tensor> tensors) {
     return llvm::any_of(tensors,
                         [](const Tensor &t) { return t.requiresGrad; });
@@ -157,23 +134,26 @@ private:
     return it->second;
   }
 
-  SmallVector<Tensor> traceCall(CallOp call, ArrayRef<Tensor> operands) {
-    auto callee =
-        tables.lookupNearestSymbolFrom<NNModuleOp>(call, call.getCallee());
-    func::FuncOp forward = callee ? callee.getForward() : nullptr;
-    if (!forward || (stopAtLayers && getLayerTag(callee))) {
-      bool inputGrad = anyGrad(operands);
-      if (callee)
-        layerInputGrad[callee] = inputGrad;
-      bool grad = inputGrad || (callee && hasTrainableParams(callee));
-      SmallVector<Tensor> results;
-      for (Value value : call.getResults())
-        results.push_back(newTensor(value.getType(), grad));
-      return results;
-    }
-    return traceBody(forward, operands);
+public:
+  /// A layer called from the root's trace, or a module without a forward:
+  /// its results need a gradient when its input or its parameters do.
+  SmallVector<Tensor> visitOpaqueCall(CallOp call, NNModuleOp callee,
+                                      ArrayRef<Tensor> operands) {
+    bool inputGrad = anyGrad(operands);
+    if (callee)
+      layerInputGrad[callee] = inputGrad;
+    bool grad = inputGrad || (callee && hasTrainableParams(callee));
+    SmallVector<Tensor> results;
+    for (Value value : call.getResults())
+      results.push_back(newTensor(value.getType(), grad));
+    return results;
   }
 
+  SmallVector<Tensor> visitOp(Operation &op, ArrayRef<Tensor> operands) {
+    return traceOp(op, operands);
+  }
+
+private:
   bool isTrainable(Operation *op, SymbolRefAttr ref) {
     if (!ref)
       return false;
@@ -272,9 +252,7 @@ private:
   }
 
   int64_t batch, tokens;
-  bool stopAtLayers;
   StringRef remat;
-  SymbolTableCollection tables;
   llvm::DenseMap<Operation *, bool> trainableModules;
   FlopCount result;
 };

@@ -11,6 +11,7 @@
 
 #include "parc/Analysis/MemoryEstimate.h"
 
+#include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/LayerStacks.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -56,10 +57,10 @@ struct ForwardTrace {
   }
 };
 
-class ForwardTracer {
+class ForwardTracer : public ForwardWalker<ForwardTracer, int> {
 public:
   ForwardTracer(int64_t batch, int64_t tokens, bool stopAtLayers)
-      : batch(batch), tokens(tokens), stopAtLayers(stopAtLayers) {}
+      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens) {}
 
   ForwardTrace trace(func::FuncOp forward) {
     SmallVector<int> args;
@@ -67,8 +68,23 @@ public:
       args.push_back(newTensor(arg.getType()));
     if (!args.empty())
       result.input = args.front();
-    traceBody(forward, args);
+    walk(forward, args);
     return std::move(result);
+  }
+
+  SmallVector<int> visitOp(Operation &op, ArrayRef<int> operands) {
+    SmallVector<int> results;
+    for (Value value : op.getResults())
+      results.push_back(newTensor(value.getType()));
+    recordSaves(op, operands, results);
+    return results;
+  }
+
+  SmallVector<int> visitOpaqueCall(CallOp call, NNModuleOp, ArrayRef<int>) {
+    SmallVector<int> results;
+    for (Value value : call.getResults())
+      results.push_back(newTensor(value.getType()));
+    return results;
   }
 
 private:
@@ -81,46 +97,6 @@ private:
                                                : extent;
     result.elements.push_back(tensor ? count : 0);
     return result.elements.size() - 1;
-  }
-
-  SmallVector<int> traceBody(func::FuncOp forward, ArrayRef<int> args) {
-    llvm::DenseMap<Value, int> ids;
-    for (auto [arg, id] : llvm::zip(forward.getArguments(), args))
-      ids[arg] = id;
-    SmallVector<int> returned;
-    for (Operation &op : forward.getBody().front()) {
-      SmallVector<int> operands;
-      for (Value operand : op.getOperands())
-        operands.push_back(ids.lookup(operand));
-      if (isa<func::ReturnOp>(op)) {
-        returned = operands;
-        continue;
-      }
-      SmallVector<int> results;
-      if (auto call = dyn_cast<CallOp>(op))
-        results = traceCall(call, operands);
-      else
-        for (Value value : op.getResults())
-          results.push_back(newTensor(value.getType()));
-      for (auto [value, id] : llvm::zip(op.getResults(), results))
-        ids[value] = id;
-      if (!isa<CallOp>(op))
-        recordSaves(op, operands, results);
-    }
-    return returned;
-  }
-
-  SmallVector<int> traceCall(CallOp call, ArrayRef<int> operands) {
-    auto callee =
-        tables.lookupNearestSymbolFrom<NNModuleOp>(call, call.getCallee());
-    func::FuncOp forward = callee ? callee.getForward() : nullptr;
-    if (!forward || (stopAtLayers && getLayerTag(callee))) {
-      SmallVector<int> results;
-      for (Value value : call.getResults())
-        results.push_back(newTensor(value.getType()));
-      return results;
-    }
-    return traceBody(forward, operands);
   }
 
   void recordSaves(Operation &op, ArrayRef<int> operands,
@@ -182,8 +158,6 @@ private:
   }
 
   int64_t batch, tokens;
-  bool stopAtLayers;
-  SymbolTableCollection tables;
   ForwardTrace result;
 };
 
