@@ -14,6 +14,7 @@
 #include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/LayerStacks.h"
 
+#include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -472,4 +473,18 @@ void MemoryReport::print(llvm::raw_ostream &os) const {
   os << "capacity " << formatBytes(hardware.memoryBytes) << ": "
      << (fits() ? "fits" : "DOES NOT FIT") << ", headroom "
      << formatBytes(headroomBytes()) << "\n";
+}
+
+void mlir::parc::recordPrediction(ModelOp model, const MemoryReport &report,
+                                  const MemoryOptions &options) {
+  Builder b(model.getContext());
+  model->setAttr("parc.predicted_peak_bytes",
+                 b.getI64IntegerAttr(report.peakBytes()));
+  model->setAttr("parc.predicted_peak_phase",
+                 b.getStringAttr(report.ranks[report.peakRank].peakPhase));
+  model->setAttr("parc.predicted_fits", b.getBoolAttr(report.fits()));
+  model->setAttr("parc.predicted_hardware", b.getStringAttr(options.hardware));
+  model->setAttr("parc.predicted_seq_len", b.getI64IntegerAttr(options.seqLen));
+  model->setAttr("parc.predicted_micro_batch",
+                 b.getI64IntegerAttr(options.microBatch));
 }

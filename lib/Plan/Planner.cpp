@@ -9,6 +9,8 @@
 
 #include "parc/Plan/Planner.h"
 
+#include "parc/Export/PlanExport.h"
+
 #include "Parc/IR/ParcDialect.h"
 #include "parc/Analysis/CostModel.h"
 #include "parc/Analysis/HardwareProfile.h"
@@ -243,6 +245,18 @@ LogicalResult writeMlir(ModuleOp module, StringRef path) {
   return success();
 }
 
+LogicalResult writePlan(ModelOp model, StringRef path) {
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &message);
+  if (!file)
+    return emitError(model.getLoc())
+           << "cannot write --emit-plan file '" << path << "': " << message;
+  if (failed(exportPlan(model, file->os())))
+    return failure();
+  file->keep();
+  return success();
+}
+
 /// Runs the story up to the memory estimate, filling `outcome` as it goes.
 void plan(const PlanInvocation &invocation, MLIRContext *context,
           PlanOutcome &outcome) {
@@ -356,6 +370,10 @@ void plan(const PlanInvocation &invocation, MLIRContext *context,
   if (failed(cost))
     return;
   outcome.cost = *cost;
+  recordPrediction(*model, *memory, options);
+  if (!invocation.emitPlanPath.empty() &&
+      failed(writePlan(*model, invocation.emitPlanPath)))
+    return;
   outcome.exitCode = memory->fits() ? kPlanFits : kPlanDoesNotFit;
 }
 

@@ -28,17 +28,7 @@ struct EstimateMemoryPass
       if (failed(report))
         return signalPassFailure();
       report->print(llvm::outs());
-      Builder b(model.getContext());
-      model->setAttr("parc.predicted_peak_bytes",
-                     b.getI64IntegerAttr(report->peakBytes()));
-      model->setAttr(
-          "parc.predicted_peak_phase",
-          b.getStringAttr(report->ranks[report->peakRank].peakPhase));
-      model->setAttr("parc.predicted_fits", b.getBoolAttr(report->fits()));
-      model->setAttr("parc.predicted_hardware", b.getStringAttr(hardware));
-      model->setAttr("parc.predicted_seq_len", b.getI64IntegerAttr(seqLen));
-      model->setAttr("parc.predicted_micro_batch",
-                     b.getI64IntegerAttr(microBatch));
+      recordPrediction(model, *report, options);
     }
   }
 };

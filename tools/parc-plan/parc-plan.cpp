@@ -1,6 +1,7 @@
 //===- parc-plan.cpp - plan a training run from a recipe ------------------===//
 //
 // parc-plan RECIPE.yaml [--set key=value ...] [--json] [--emit-mlir FILE]
+//           [--emit-plan plan.bin]
 // parc-plan --model config.json --hardware h100-80gb --gpus 8 --seq 4096 ...
 //
 // Every recipe key has a flag of its own (getRecipeKeys()); flags and --set
@@ -32,6 +33,9 @@ int main(int argc, char **argv) {
   cl::opt<std::string> emitMlir("emit-mlir",
                                 cl::desc("Write the planned IR to a file"),
                                 cl::value_desc("file"), cl::cat(category));
+  cl::opt<std::string> emitPlan(
+      "emit-plan", cl::desc("Write the plan as plan.bin for parc-run"),
+      cl::value_desc("file"), cl::cat(category));
   cl::opt<std::string> hardwareDir(
       "hardware-dir",
       cl::desc("Directory of hardware profiles (default: next to the tool)"),
@@ -67,6 +71,7 @@ int main(int argc, char **argv) {
   invocation.recipePath = recipe;
   invocation.json = json;
   invocation.emitMlirPath = emitMlir;
+  invocation.emitPlanPath = emitPlan;
   invocation.hardwareDir = hardwareDir;
   invocation.setOptions.assign(sets.begin(), sets.end());
   for (auto &[key, flag] : scalarFlags)

@@ -82,6 +82,12 @@ LayerActivationBytes estimateLayerActivations(NNModuleOp layer,
                                               int64_t batch, int64_t tokens,
                                               int64_t elementBytes);
 
+/// Records the prediction on the model (parc.predicted_peak_bytes,
+/// _peak_phase, _fits, _hardware, _seq_len, _micro_batch), where plan.bin
+/// export and the runtime's comparison find it.
+void recordPrediction(ModelOp model, const MemoryReport &report,
+                      const MemoryOptions &options);
+
 /// Estimates the memory of `model`'s plan; errors (no FSDP units, unknown
 /// hardware) are emitted on the model.
 FailureOr<MemoryReport> estimateMemory(ModelOp model,

@@ -40,6 +40,8 @@ struct PlanInvocation {
   bool json = false;
   /// Where to write the planned IR; empty for nowhere.
   std::string emitMlirPath;
+  /// Where to write plan.bin; empty for nowhere.
+  std::string emitPlanPath;
   /// The hardware profile directory; empty for the one next to the tool.
   std::string hardwareDir;
 };
