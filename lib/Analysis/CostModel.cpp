@@ -270,23 +270,13 @@ struct UnitCost {
 };
 
 FailureOr<SmallVector<UnitCost>> collectUnits(ModelOp model, int64_t &shards) {
-  shards = 0;
-  for (Operation &op : *model.getBody())
-    if (op.getName().getStringRef() == "shard.grid")
-      if (auto shape = op.getAttrOfType<DenseI64ArrayAttr>("shape"))
-        if (!shape.empty() &&
-            op.getAttrOfType<StringAttr>("sym_name").getValue() == "fsdp")
-          shards = shape[0];
+  shards = getFsdpShardCount(model);
   if (shards <= 0)
     return mlir::emitError(model->getLoc())
            << "estimate-cost needs an FSDP plan: run "
               "--apply-fsdp (with shards=1 for a single rank)";
 
-  llvm::StringMap<NNModuleOp> layerByPath;
-  model.walk([&](NNModuleOp module) {
-    if (getLayerTag(module))
-      layerByPath[getDottedPath(module)] = module;
-  });
+  llvm::StringMap<NNModuleOp> layerByPath = getLayersByPath(model);
   SymbolTableCollection tables;
   SmallVector<UnitCost> units;
   for (FsdpUnitOp unitOp : model.getBody()->getOps<FsdpUnitOp>()) {

@@ -110,3 +110,24 @@ SmallVector<NNModuleOp> mlir::parc::getLayersInExecutionOrder(ModelOp model) {
     collectCalledLayers(forward, layers);
   return layers;
 }
+
+llvm::StringMap<NNModuleOp> mlir::parc::getLayersByPath(ModelOp model) {
+  llvm::StringMap<NNModuleOp> layers;
+  model.walk([&](NNModuleOp module) {
+    if (getLayerTag(module))
+      layers[getDottedPath(module)] = module;
+  });
+  return layers;
+}
+
+int64_t mlir::parc::getFsdpShardCount(ModelOp model) {
+  // Read generically so that analyses need not link the shard dialect.
+  for (Operation &op : *model.getBody())
+    if (op.getName().getStringRef() == "shard.grid")
+      if (auto name = op.getAttrOfType<StringAttr>("sym_name"))
+        if (name.getValue() == kFsdpGridName)
+          if (auto shape = op.getAttrOfType<DenseI64ArrayAttr>("shape"))
+            if (!shape.empty())
+              return shape[0];
+  return 0;
+}

@@ -178,23 +178,13 @@ struct UnitFootprint {
 
 FailureOr<SmallVector<UnitFootprint>> collectUnits(ModelOp model) {
   SmallVector<UnitFootprint> units;
-  int64_t shards = 0;
-  for (Operation &op : *model.getBody())
-    if (op.getName().getStringRef() == "shard.grid")
-      if (auto shape = op.getAttrOfType<DenseI64ArrayAttr>("shape"))
-        if (!shape.empty() &&
-            op.getAttrOfType<StringAttr>("sym_name").getValue() == "fsdp")
-          shards = shape[0];
+  int64_t shards = getFsdpShardCount(model);
   if (shards <= 0)
     return mlir::emitError(model->getLoc())
            << "estimate-memory needs an FSDP plan: run "
               "--apply-fsdp (with shards=1 for a single rank)";
 
-  llvm::StringMap<NNModuleOp> layerByPath;
-  model.walk([&](NNModuleOp module) {
-    if (getLayerTag(module))
-      layerByPath[getDottedPath(module)] = module;
-  });
+  llvm::StringMap<NNModuleOp> layerByPath = getLayersByPath(model);
   // Cached symbol tables: a nested reference walks the layer container,
   // and there is one per parameter.
   SymbolTableCollection tables;
@@ -324,10 +314,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
   report.hardware = *hardware;
   RankMemory &rank = report.ranks.emplace_back();
   rank.rankKind = "fsdp";
-  for (Operation &op : *model.getBody())
-    if (auto shape = op.getAttrOfType<DenseI64ArrayAttr>("shape"))
-      if (op.getName().getStringRef() == "shard.grid")
-        rank.rankCount = shape[0];
+  rank.rankCount = getFsdpShardCount(model);
   Replay replay(rank);
   MemoryBreakdown &live = replay.live;
 

@@ -20,7 +20,6 @@ namespace mlir::parc {
 
 namespace {
 
-constexpr llvm::StringLiteral kGridName = "fsdp";
 constexpr int kRootUnit = -1;
 
 FailureOr<Type> parseDtype(StringRef name, StringRef option, ModelOp model) {
@@ -100,7 +99,7 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
     for (Operation &op : llvm::make_early_inc_range(*model.getBody()))
       if (isa<FsdpUnitOp>(op) ||
           (isa<shard::GridOp>(op) &&
-           cast<shard::GridOp>(op).getSymName() == kGridName))
+           cast<shard::GridOp>(op).getSymName() == kFsdpGridName))
         op.erase();
 
     SmallVector<NNModuleOp> layers = getLayersInExecutionOrder(model);
@@ -113,7 +112,7 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
 
     OpBuilder builder = OpBuilder::atBlockBegin(model.getBody());
     Location loc = model.getLoc();
-    shard::GridOp::create(builder, loc, kGridName,
+    shard::GridOp::create(builder, loc, kFsdpGridName,
                           ArrayRef<int64_t>{int64_t(shards)});
     builder.setInsertionPointToEnd(model.getBody());
 
@@ -141,7 +140,7 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
       OpBuilder body =
           OpBuilder::atBlockEnd(&op.getBodyRegion().emplaceBlock());
       auto sharding = shard::ShardingOp::create(
-          body, loc, kGridName,
+          body, loc, kFsdpGridName,
           ArrayRef<shard::GridAxesAttr>{
               DenseI16ArrayAttr::get(model.getContext(), {0})});
       int64_t padding = 0;
@@ -173,7 +172,7 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
 
     mlir::emitRemark(model->getLoc())
         << layers.size() + 1 << " FSDP units (root + " << layers.size()
-        << " layers) over shard.grid @" << kGridName << " of "
+        << " layers) over shard.grid @" << kFsdpGridName << " of "
         << int64_t(shards) << " shards; padding " << totalPadding
         << " elements";
     return success();

@@ -1,6 +1,7 @@
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1" 2>/dev/null | FileCheck %s
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-remat=mode=full "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1" 2>/dev/null | FileCheck %s --check-prefix=FULL
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1 grad-accum=4" 2>/dev/null | FileCheck %s --check-prefix=ACCUM
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 | sed 's/shard.grid @fsdp(shape = 2)/&\n  shard.grid @tp(shape = 4)/' | parc-opt "--estimate-memory=hardware=cpu seq=8" 2>/dev/null | FileCheck %s --check-prefix=GRIDS
 // RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --estimate-memory=hardware=cpu 2>&1 | FileCheck %s --check-prefix=NO-PLAN
 // RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 --estimate-memory=hardware=tpu-v9 2>&1 | FileCheck %s --check-prefix=HARDWARE
 
@@ -34,6 +35,9 @@
 
 // With gradient accumulation the sharded gradients live all step.
 // ACCUM: gradients {{.*}} 19456 bytes
+
+// Rank counts come from the fsdp grid, not from whichever grid is last.
+// GRIDS: memory per rank (fsdp, 2 ranks)
 
 // NO-PLAN: error: estimate-memory needs an FSDP plan: run --apply-fsdp (with shards=1 for a single rank)
 // HARDWARE: error: unknown hardware profile 'tpu-v9'

@@ -14,6 +14,7 @@
 
 #include "Parc/IR/ParcOps.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <string>
 
@@ -51,6 +52,16 @@ std::optional<std::pair<llvm::StringRef, int64_t>> getLayerTag(NNModuleOp module
 /// following parc.call from the root's @forward (vision before language in
 /// a vision-language model).
 llvm::SmallVector<NNModuleOp> getLayersInExecutionOrder(ModelOp model);
+
+/// The discovered layers by dotted path, for matching plan ops that name a
+/// layer by its path (parc.fsdp_unit) back to the module.
+llvm::StringMap<NNModuleOp> getLayersByPath(ModelOp model);
+
+/// The shard.grid --apply-fsdp creates in the model body.
+constexpr llvm::StringLiteral kFsdpGridName = "fsdp";
+
+/// Ranks on that grid; 0 when the model has no FSDP plan.
+int64_t getFsdpShardCount(ModelOp model);
 
 /// Whether `op` (a module or parameter) lies in a frozen subtree.
 bool isFrozen(Operation *op);
