@@ -104,6 +104,8 @@ public:
 
   /// Root traces only: whether each layer's input needs a gradient.
   llvm::DenseMap<Operation *, bool> layerInputGrad;
+  /// Root traces only: the count when the last layer was called.
+  FlopCount beforeLastLayer;
 
 private:
   Tensor newTensor(Type type, bool requiresGrad) {
@@ -142,6 +144,8 @@ public:
     bool inputGrad = anyGrad(operands);
     if (callee)
       layerInputGrad[callee] = inputGrad;
+    if (callee && getLayerTag(callee))
+      beforeLastLayer = result;
     bool grad = inputGrad || (callee && hasTrainableParams(callee));
     SmallVector<Tensor> results;
     for (Value value : call.getResults())
@@ -323,9 +327,23 @@ FailureOr<SmallVector<UnitCost>> collectUnits(ModelOp model, int64_t &shards) {
 /// order they are issued, each from when it is issued.
 struct CommStream {
   double free = 0, busy = 0;
-  double issue(double ready, double seconds) {
-    free = std::max(ready, free) + seconds;
+  /// Where to record each collective; null for nowhere.
+  std::vector<TimedStep> *timeline = nullptr;
+  double issue(double ready, double seconds, StringRef name = "",
+               double bytes = 0) {
+    double start = std::max(ready, free);
+    free = start + seconds;
     busy += seconds;
+    if (timeline) {
+      TimedStep step;
+      step.name = name.str();
+      step.stream = TimedStep::Communication;
+      step.start = start;
+      step.duration = seconds;
+      step.issued = ready;
+      step.bytes = bytes;
+      timeline->push_back(std::move(step));
+    }
     return free;
   }
 };
@@ -340,38 +358,77 @@ struct CommStream {
 /// reduce-scatter is issued when it ends; the root reduce-scatters last.
 double simulateMicroBatch(ArrayRef<UnitCost> units,
                           llvm::function_ref<double(double)> commSeconds,
-                          double achievedFlops) {
+                          double achievedFlops,
+                          std::vector<TimedStep> *timeline = nullptr) {
   size_t n = units.size();
   CommStream comm;
+  comm.timeline = timeline;
   std::vector<double> gathered(n, -1), regathered(n, -1);
   double t = 0;
   auto seconds = [&](double flops) { return flops / achievedFlops; };
+  // Records compute [start, end) under `name`; the replay's own arithmetic
+  // is left as it is.
+  auto compute = [&](std::string name, double start, double end, double flops) {
+    if (!timeline)
+      return;
+    TimedStep step;
+    step.name = std::move(name);
+    step.start = start;
+    step.duration = end - start;
+    step.flops = flops;
+    timeline->push_back(std::move(step));
+  };
+  auto nameOf = [&](size_t k) {
+    return units[k].layer ? units[k].path : std::string("root");
+  };
   for (size_t i = 0; i < n; ++i) {
     for (size_t k = i; k <= i + size_t(units[i].prefetch) && k < n; ++k)
       if (gathered[k] < 0)
-        gathered[k] = comm.issue(t, commSeconds(units[k].gatherBytes));
+        gathered[k] =
+            comm.issue(t, commSeconds(units[k].gatherBytes),
+                       "all-gather " + nameOf(k), units[k].gatherBytes);
     if (i == 0)
       continue;
     t = std::max({t, gathered[i], gathered[0]});
+    double start = t;
     t += seconds(units[i].flops.forward);
+    compute("forward " + units[i].path, start, t, units[i].flops.forward);
   }
   t = std::max(t, gathered[0]);
-  t += seconds(units[0].flops.forward + units[0].flops.backward +
-               units[0].flops.recompute);
+  {
+    const FlopCount &root = units[0].flops;
+    double start = t;
+    t += seconds(root.forward + root.backward + root.recompute);
+    double split = std::min(t, start + seconds(root.forward));
+    compute("forward loss", start, split, root.forward);
+    compute("backward loss", split, t, root.backward + root.recompute);
+  }
   for (size_t i = n; i-- > 1;) {
     for (size_t k = i, ahead = 0; k >= 1 && ahead <= size_t(units[i].prefetch);
          --k, ++ahead)
       if (regathered[k] < 0)
-        regathered[k] = units[k].reshardAfterForward
-                            ? comm.issue(t, commSeconds(units[k].gatherBytes))
-                            : gathered[k];
+        regathered[k] =
+            units[k].reshardAfterForward
+                ? comm.issue(t, commSeconds(units[k].gatherBytes),
+                             "all-gather " + nameOf(k), units[k].gatherBytes)
+                : gathered[k];
     t = std::max(t, regathered[i]);
+    double start = t;
     t += seconds(units[i].flops.backward + units[i].flops.recompute);
+    double split = start;
+    if (units[i].flops.recompute > 0) {
+      split = std::min(t, start + seconds(units[i].flops.recompute));
+      compute("recompute " + units[i].path, start, split,
+              units[i].flops.recompute);
+    }
+    compute("backward " + units[i].path, split, t, units[i].flops.backward);
     if (units[i].reduceBytes > 0)
-      comm.issue(t, commSeconds(units[i].reduceBytes));
+      comm.issue(t, commSeconds(units[i].reduceBytes),
+                 "reduce-scatter " + units[i].path, units[i].reduceBytes);
   }
   if (units[0].reduceBytes > 0)
-    comm.issue(t, commSeconds(units[0].reduceBytes));
+    comm.issue(t, commSeconds(units[0].reduceBytes), "reduce-scatter root",
+               units[0].reduceBytes);
   return std::max(t, comm.free);
 }
 
@@ -382,6 +439,25 @@ FlopCount mlir::parc::countLayerFlops(NNModuleOp layer, StringRef remat,
                                       bool inputRequiresGrad) {
   return FlopTracer(batch, tokens, /*stopAtLayers=*/false, remat)
       .trace(layer.getForward(), inputRequiresGrad);
+}
+
+RootFlops mlir::parc::countRootFlops(ModelOp model, int64_t batch,
+                                     int64_t tokens) {
+  RootFlops flops;
+  auto forward =
+      dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward"));
+  if (!forward)
+    return flops;
+  FlopTracer tracer(batch, tokens, /*stopAtLayers=*/true, "none");
+  FlopCount total = tracer.trace(forward, /*argsRequireGrad=*/false);
+  flops.head = tracer.beforeLastLayer;
+  flops.tail.forward = total.forward - flops.head.forward;
+  flops.tail.backward = total.backward - flops.head.backward;
+  flops.tail.recompute = total.recompute - flops.head.recompute;
+  flops.tail.matmulForward = total.matmulForward - flops.head.matmulForward;
+  flops.tail.attentionForward =
+      total.attentionForward - flops.head.attentionForward;
+  return flops;
 }
 
 FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
@@ -485,7 +561,10 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
       overlapFraction
           ? computeMicro + commMicro -
                 std::min(*overlapFraction * commMicro, computeMicro)
-          : simulateMicroBatch(*units, commSeconds, report.achievedFlops);
+          : simulateMicroBatch(*units, commSeconds, report.achievedFlops,
+                               &report.microBatchTimeline);
+  if (!overlapFraction)
+    report.microBatchSeconds = stepMicro;
 
   double accum = double(options.gradAccumulation);
   report.flops.forward = micro.forward * accum;
@@ -508,6 +587,31 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   report.optimizerSeconds = optimizerBytes / hardware->memoryBandwidth;
   report.stepSeconds = stepMicro * accum + report.optimizerSeconds;
   return report;
+}
+
+std::vector<TimedStep> CostReport::getStepTimeline() const {
+  std::vector<TimedStep> steps;
+  if (microBatchTimeline.empty())
+    return steps;
+  int64_t accum = options.gradAccumulation;
+  steps.reserve(microBatchTimeline.size() * accum + 1);
+  for (int64_t micro = 0; micro < accum; ++micro)
+    for (const TimedStep &step : microBatchTimeline) {
+      TimedStep copy = step;
+      double offset = double(micro) * microBatchSeconds;
+      copy.start += offset;
+      copy.issued += offset;
+      copy.microBatch = micro;
+      steps.push_back(std::move(copy));
+    }
+  TimedStep optimizer;
+  optimizer.name = "optimizer step";
+  optimizer.start = double(accum) * microBatchSeconds;
+  optimizer.duration = optimizerSeconds;
+  optimizer.bytes = optimizerBytes;
+  optimizer.microBatch = -1;
+  steps.push_back(std::move(optimizer));
+  return steps;
 }
 
 void CostReport::print(llvm::raw_ostream &os) const {

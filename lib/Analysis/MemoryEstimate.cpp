@@ -237,6 +237,7 @@ public:
   MemoryBreakdown live;
 
   void note(const std::string &phase) {
+    rank.timeline.push_back({phase, live});
     if (live.total() > rank.peakBytes) {
       rank.peakBytes = live.total();
       rank.atPeak = live;

@@ -10,6 +10,7 @@
 #include "parc/Plan/Planner.h"
 
 #include "parc/Export/PlanExport.h"
+#include "parc/Export/Trace.h"
 
 #include "Parc/IR/ParcDialect.h"
 #include "parc/Analysis/CostModel.h"
@@ -165,6 +166,8 @@ struct PlanOutcome {
   std::string pipeline;
   std::optional<MemoryReport> memory;
   std::optional<CostReport> cost;
+  /// Whether planning got as far as writing --trace.
+  bool traceAttempted = false;
   int exitCode = kPlanError;
 };
 
@@ -253,6 +256,22 @@ LogicalResult writePlan(ModelOp model, StringRef path) {
            << "cannot write --emit-plan file '" << path << "': " << message;
   if (failed(exportPlan(model, file->os())))
     return failure();
+  file->keep();
+  return success();
+}
+
+LogicalResult writeTraceFile(ModelOp model, const MemoryReport &memory,
+                             const CostReport &cost, StringRef path) {
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &message);
+  if (!file)
+    return emitError(model.getLoc())
+           << "cannot write --trace file '" << path << "': " << message;
+  writeTrace(file->os(), memory, cost);
+  file->os().flush();
+  if (file->os().has_error())
+    return emitError(model.getLoc()) << "cannot write --trace file '" << path
+                                     << "': " << file->os().error().message();
   file->keep();
   return success();
 }
@@ -373,6 +392,10 @@ void plan(const PlanInvocation &invocation, MLIRContext *context,
   recordPrediction(*model, *memory, options);
   if (!invocation.emitPlanPath.empty() &&
       failed(writePlan(*model, invocation.emitPlanPath)))
+    return;
+  outcome.traceAttempted = true;
+  if (!invocation.tracePath.empty() &&
+      failed(writeTraceFile(*model, *memory, *cost, invocation.tracePath)))
     return;
   outcome.exitCode = memory->fits() ? kPlanFits : kPlanDoesNotFit;
 }
@@ -625,6 +648,11 @@ int mlir::parc::runPlanner(const PlanInvocation &invocation,
 
   PlanOutcome outcome;
   plan(invocation, &context, outcome);
+  if (outcome.exitCode == kPlanError && !outcome.traceAttempted &&
+      !invocation.tracePath.empty())
+    emitError(UnknownLoc::get(&context))
+        << "no trace written to '" << invocation.tracePath
+        << "': planning failed";
 
   if (invocation.json)
     printJson(invocation, outcome, capture.getDiagnostics(), out);

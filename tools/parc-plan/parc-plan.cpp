@@ -1,7 +1,7 @@
 //===- parc-plan.cpp - plan a training run from a recipe ------------------===//
 //
 // parc-plan RECIPE.yaml [--set key=value ...] [--json] [--emit-mlir FILE]
-//           [--emit-plan plan.bin]
+//           [--emit-plan plan.bin] [--trace trace.json]
 // parc-plan --model config.json --hardware h100-80gb --gpus 8 --seq 4096 ...
 //
 // Every recipe key has a flag of its own (getRecipeKeys()); flags and --set
@@ -35,6 +35,11 @@ int main(int argc, char **argv) {
                                 cl::value_desc("file"), cl::cat(category));
   cl::opt<std::string> emitPlan(
       "emit-plan", cl::desc("Write the plan as plan.bin for parc-run"),
+      cl::value_desc("file"), cl::cat(category));
+  cl::opt<std::string> trace(
+      "trace",
+      cl::desc("Write the schedule and memory of each rank kind as Chrome "
+               "trace-event JSON (Perfetto, chrome://tracing)"),
       cl::value_desc("file"), cl::cat(category));
   cl::opt<std::string> hardwareDir(
       "hardware-dir",
@@ -72,6 +77,7 @@ int main(int argc, char **argv) {
   invocation.json = json;
   invocation.emitMlirPath = emitMlir;
   invocation.emitPlanPath = emitPlan;
+  invocation.tracePath = trace;
   invocation.hardwareDir = hardwareDir;
   invocation.setOptions.assign(sets.begin(), sets.end());
   for (auto &[key, flag] : scalarFlags)

@@ -16,6 +16,7 @@
 #include "parc/Analysis/HardwareProfile.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::parc {
 
@@ -47,6 +48,15 @@ FlopCount countLayerFlops(NNModuleOp layer, llvm::StringRef remat,
                           int64_t batch, int64_t tokens,
                           bool inputRequiresGrad = true);
 
+/// FLOPs of the root's own ops (the layers stopped at) traced at `batch` x
+/// `tokens`, split at the call of the last layer: `head` before it (the
+/// embedding, a vision projector), `tail` after it (the final norm, lm_head,
+/// loss).
+struct RootFlops {
+  FlopCount head, tail;
+};
+RootFlops countRootFlops(ModelOp model, int64_t batch, int64_t tokens);
+
 struct CostOptions {
   std::string hardware = "h100-80gb";
   std::string hardwareDir; // empty: getDefaultHardwareDir()
@@ -63,6 +73,24 @@ struct CostOptions {
   /// collective blocks compute) or a number in [0, 1]: the fraction of the
   /// communication hidden behind compute.
   std::string overlap = "schedule";
+};
+
+/// One step of the two-stream replay: a compute step ("forward
+/// model.layers.0", "recompute ...", "backward ...", "forward loss",
+/// "backward loss", "optimizer step") or a collective ("all-gather root",
+/// "reduce-scatter model.layers.3").
+struct TimedStep {
+  enum Stream { Compute, Communication };
+  std::string name;
+  Stream stream = Compute;
+  /// Seconds from the start of the step.
+  double start = 0, duration = 0;
+  /// Collectives: when it was issued (it starts once the link is free).
+  double issued = 0;
+  double flops = 0; // compute
+  double bytes = 0; // collectives: unsharded bytes entering
+  /// The micro-batch it belongs to; -1 for the optimizer step.
+  int64_t microBatch = 0;
 };
 
 /// The predicted step of one kind of rank (today: every FSDP rank).
@@ -92,6 +120,14 @@ struct CostReport {
   double optimizerSeconds = 0;
   double optimizerBytes = 0;
   double stepSeconds = 0;
+
+  /// One micro-batch as the two-stream replay ran it, in issue order per
+  /// stream; empty unless overlap is "schedule".
+  std::vector<TimedStep> microBatchTimeline;
+  double microBatchSeconds = 0;
+  /// The whole step: grad-accum copies of the micro-batch back to back, then
+  /// the optimizer step; empty unless overlap is "schedule".
+  std::vector<TimedStep> getStepTimeline() const;
 
   double tokensPerSecondPerGpu() const {
     return stepSeconds > 0 ? tokensPerStep / stepSeconds : 0;

@@ -36,13 +36,22 @@ struct MemoryBreakdown {
   }
 };
 
+/// The live bytes at one note of the replay, in replay order.
+struct MemorySample {
+  std::string phase; // "forward model.layers.0", "reduce-scatter root", ...
+  MemoryBreakdown live;
+};
+
 /// The replay of one kind of rank (ranks doing the same work share one).
 struct RankMemory {
-  std::string rankKind;   // "fsdp" for a plain FSDP plan
-  int64_t rankCount = 1;  // ranks of this kind
+  std::string rankKind;  // "fsdp" for a plain FSDP plan
+  int64_t rankCount = 1; // ranks of this kind
   int64_t peakBytes = 0;
-  std::string peakPhase;  // "backward model.layers.0", "forward lm_head", ...
+  std::string peakPhase; // "backward model.layers.0", "forward lm_head", ...
   MemoryBreakdown atPeak;
+  /// Every note of the replay, in order (one micro-batch, then the optimizer
+  /// step): what --trace draws as the memory counter.
+  std::vector<MemorySample> timeline;
 };
 
 struct MemoryOptions {
@@ -62,7 +71,9 @@ struct MemoryReport {
   std::vector<RankMemory> ranks;
   /// Index into `ranks` of the most loaded rank kind.
   size_t peakRank = 0;
-  int64_t peakBytes() const { return ranks.empty() ? 0 : ranks[peakRank].peakBytes; }
+  int64_t peakBytes() const {
+    return ranks.empty() ? 0 : ranks[peakRank].peakBytes;
+  }
   bool fits() const { return peakBytes() <= hardware.memoryBytes; }
   int64_t headroomBytes() const { return hardware.memoryBytes - peakBytes(); }
 

@@ -42,6 +42,9 @@ struct PlanInvocation {
   std::string emitMlirPath;
   /// Where to write plan.bin; empty for nowhere.
   std::string emitPlanPath;
+  /// Where to write the Chrome trace-event JSON of the schedule; empty for
+  /// nowhere.
+  std::string tracePath;
   /// The hardware profile directory; empty for the one next to the tool.
   std::string hardwareDir;
 };

@@ -227,4 +227,49 @@ def ApplyTp : Pass<"apply-tp", "::mlir::ModuleOp"> {
   ];
 }
 
+def ApplyPp : Pass<"apply-pp", "::mlir::ModuleOp"> {
+  let summary = "Split the layers into pipeline stages with an explicit schedule";
+  let description = [{
+    Cuts the discovered language layers, in execution order, into `stages` x
+    `chunks` contiguous (virtual) stages minimising the slowest one under the
+    cost model (forward + backward + recompute FLOPs of each layer at `mbs`
+    x `seq`; the root's ops before the last layer and a vision stack at
+    `image-tokens` on the first stage, the final norm, lm_head and loss on
+    the last) with an exact linear-partition DP, or as pinned by `split`.
+    Virtual stage g goes to rank g mod `stages`.
+
+    Records `shard.grid @pp`, `parc.pp_stage` (and `parc.pp_chunk` when
+    interleaved) on each layer, `parc.pp` on the model (stages, schedule,
+    chunks, microbatches, stage_layers, stage_costs, in_flight, bubble =
+    (p - 1) / m, or (p - 1) / (v m) interleaved), `parc.pp_schedule`: per
+    stage the ordered steps ("F3", "B0", "F3.c1" for chunk 1) of GPipe,
+    1F1B or Megatron-LM's interleaved 1F1B, with `max_in_flight` counted
+    from the steps, and `parc.pp_tied_copies` for a tie group spanning
+    stages (two copies, gradients all-reduced over pp).
+
+    ```
+    parc-opt --discover-layers "--apply-pp=stages=2 schedule=1f1b microbatches=8" m.mlir
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1",
+           "Pipeline stages (ranks on the pp axis)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe | 1f1b | interleaved-1f1b">,
+    Option<"chunks", "chunks", "int64_t", /*default=*/"1",
+           "Virtual stages per rank (interleaved-1f1b)">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Micro-batches per step">,
+    ListOption<"split", "split", "int64_t",
+               "Pinned layers per (virtual) stage">,
+    Option<"seq", "seq", "int64_t", /*default=*/"4096",
+           "Sequence length for the cost weights">,
+    Option<"mbs", "mbs", "int64_t", /*default=*/"1",
+           "Micro-batch size for the cost weights">,
+    Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
+           "Image tokens per sample entering a vision stack">
+  ];
+}
+
 #endif // PARC_TRANSFORMS_PASSES_TD
