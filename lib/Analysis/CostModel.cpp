@@ -16,12 +16,15 @@
 #include "parc/Analysis/CostModel.h"
 
 #include "parc/Analysis/ForwardWalk.h"
+#include "parc/Analysis/FsdpUnits.h"
+#include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/LayerStacks.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -261,67 +264,46 @@ private:
   FlopCount result;
 };
 
-/// One FSDP unit as the cost model sees it, per rank.
+/// One FSDP unit (or a stage's part of the root) as the cost model sees it,
+/// per rank.
 struct UnitCost {
   std::string path;
   NNModuleOp layer; // null for the root
+  int64_t stage = 0, chunk = 0;
   bool reshardAfterForward = true;
   int64_t prefetch = 1;
   double gatherBytes = 0;    // unsharded, compute dtype
   double reduceBytes = 0;    // unsharded gradients, reduce dtype
   double optimizerBytes = 0; // AdamW traffic over this rank's shard
-  FlopCount flops;           // one micro-batch
+  FlopCount flops;           // one micro-batch, on one TP rank
+  /// TP collectives on the critical path of one micro-batch: the forward's,
+  /// their conjugates in backward, and the forward's again under full
+  /// recompute.
+  double tpForwardSeconds = 0, tpBackwardSeconds = 0;
+  double tpBytes = 0;
 };
 
-FailureOr<SmallVector<UnitCost>> collectUnits(ModelOp model, int64_t &shards) {
-  shards = getFsdpShardCount(model);
-  if (shards <= 0)
-    return mlir::emitError(model->getLoc())
-           << "estimate-cost needs an FSDP plan: run "
-              "--apply-fsdp (with shards=1 for a single rank)";
-
-  llvm::StringMap<NNModuleOp> layerByPath = getLayersByPath(model);
-  SymbolTableCollection tables;
-  SmallVector<UnitCost> units;
-  for (FsdpUnitOp unitOp : model.getBody()->getOps<FsdpUnitOp>()) {
-    UnitCost unit;
-    unit.path = unitOp.getPath().str();
-    unit.layer = layerByPath.lookup(unit.path);
-    unit.reshardAfterForward = unitOp.getReshardAfterForward();
-    unit.prefetch = unitOp.getPrefetch();
-    int64_t compute = bytesOf(unitOp.getComputeDtype());
-    int64_t master = bytesOf(unitOp.getMasterDtype());
-    int64_t reduce = bytesOf(unitOp.getReduceDtype());
-    int64_t optim = bytesOf(unitOp.getOptimDtype());
-    for (ShardParamOp shard : unitOp.getBody()->getOps<ShardParamOp>()) {
-      auto param =
-          cast<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
-      int64_t dim0 = param.getTensorType().getDimSize(0);
-      double padded =
-          double(param.getNumElements() / dim0) * double(shard.getPaddedDim0());
-      double perRank = padded / double(shards);
-      unit.gatherBytes += padded * compute;
-      if (shard->hasAttr("frozen"))
-        continue;
-      unit.reduceBytes += padded * reduce;
-      // AdamW reads the parameter, its gradient and both moments and
-      // writes the parameter and both moments back.
-      unit.optimizerBytes += perRank * (3 * master + 4 * optim);
-    }
-    units.push_back(std::move(unit));
-  }
-  SmallVector<NNModuleOp> order = getLayersInExecutionOrder(model);
-  llvm::DenseMap<Operation *, unsigned> position;
-  for (auto [index, layer] : llvm::enumerate(order))
-    position[layer] = index + 1;
-  llvm::stable_sort(units, [&](const UnitCost &a, const UnitCost &b) {
-    return position.lookup(a.layer) < position.lookup(b.layer);
-  });
-  if (units.empty() || units.front().layer)
-    return mlir::emitError(model->getLoc())
-           << "estimate-cost needs the FSDP plan's root unit";
-  return units;
+UnitCost getUnitCost(const FsdpUnitSize &size, int64_t shards) {
+  UnitCost unit;
+  unit.path = size.path;
+  unit.layer = size.layer;
+  unit.stage = size.stage;
+  unit.chunk = size.chunk;
+  unit.reshardAfterForward = size.reshardAfterForward;
+  unit.prefetch = size.prefetch;
+  unit.gatherBytes = double(size.elements) * double(size.computeBytes);
+  unit.reduceBytes = double(size.trainableElements) * double(size.reduceBytes);
+  // AdamW reads the parameter, its gradient and both moments and writes the
+  // parameter and both moments back.
+  unit.optimizerBytes = double(size.trainableElements) / double(shards) *
+                        double(3 * size.masterBytes + 4 * size.optimBytes);
+  return unit;
 }
+
+/// Bytes per token of the TP collectives `--apply-tp` recorded, by kind.
+struct TpTraffic {
+  double allReduce = 0, gatherOrScatter = 0;
+};
 
 /// The communication stream: collectives run one after another in the
 /// order they are issued, each from when it is issued.
@@ -391,15 +373,17 @@ double simulateMicroBatch(ArrayRef<UnitCost> units,
       continue;
     t = std::max({t, gathered[i], gathered[0]});
     double start = t;
-    t += seconds(units[i].flops.forward);
+    t += seconds(units[i].flops.forward) + units[i].tpForwardSeconds;
     compute("forward " + units[i].path, start, t, units[i].flops.forward);
   }
   t = std::max(t, gathered[0]);
   {
     const FlopCount &root = units[0].flops;
     double start = t;
-    t += seconds(root.forward + root.backward + root.recompute);
-    double split = std::min(t, start + seconds(root.forward));
+    t += seconds(root.forward + root.backward + root.recompute) +
+         units[0].tpForwardSeconds + units[0].tpBackwardSeconds;
+    double split =
+        std::min(t, start + seconds(root.forward) + units[0].tpForwardSeconds);
     compute("forward loss", start, split, root.forward);
     compute("backward loss", split, t, root.backward + root.recompute);
   }
@@ -414,7 +398,8 @@ double simulateMicroBatch(ArrayRef<UnitCost> units,
                 : gathered[k];
     t = std::max(t, regathered[i]);
     double start = t;
-    t += seconds(units[i].flops.backward + units[i].flops.recompute);
+    t += seconds(units[i].flops.backward + units[i].flops.recompute) +
+         units[i].tpBackwardSeconds;
     double split = start;
     if (units[i].flops.recompute > 0) {
       split = std::min(t, start + seconds(units[i].flops.recompute));
@@ -500,39 +485,93 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   CostReport report;
   report.hardware = *hardware;
   report.options = options;
-  FailureOr<SmallVector<UnitCost>> units = collectUnits(model, report.ranks);
-  if (failed(units))
+  FailureOr<FsdpUnitSizes> sizes = getFsdpUnitSizes(model, "estimate-cost");
+  if (failed(sizes))
     return failure();
+  report.ranks = sizes->shards;
+  TpPlan tp = getTpPlan(model);
+  PpPlan pp = getPpPlan(model);
+  int64_t stages = pp.stages;
+  report.tpSize = tp.size;
+  report.ppStages = stages;
+  report.ppChunks = pp.chunks;
+  report.ppSchedule = pp.schedule;
+  // One micro-batch per step of the schedule; without PP, grad accumulation.
+  int64_t microBatches =
+      pp.isPipelined() ? pp.microbatches : options.gradAccumulation;
+  report.microBatches = microBatches;
+
+  SmallVector<UnitCost> roots;
+  SmallVector<SmallVector<UnitCost>> layers(stages);
+  for (const FsdpUnitSize &root : sizes->roots)
+    roots.push_back(getUnitCost(root, sizes->shards));
+  for (auto [stage, units] : llvm::enumerate(sizes->layers))
+    for (const FsdpUnitSize &unit : units)
+      layers[stage].push_back(getUnitCost(unit, sizes->shards));
 
   // FLOPs of one micro-batch: the root's own ops (the layers stopped at),
   // which also tells whether each layer's input needs a gradient, then
-  // every layer at its stack's tokens under its remat decision.
+  // every layer at its stack's tokens under its remat decision. Under TP a
+  // rank does 1/tp of them (the replicated norms are counted as split too).
   FlopTracer rootTracer(options.microBatch, options.seqLen,
                         /*stopAtLayers=*/true, "none");
-  (*units)[0].flops = rootTracer.trace(
+  FlopCount rootFlops = rootTracer.trace(
       cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward")),
       /*argsRequireGrad=*/false);
-  for (UnitCost &unit : *units) {
-    if (!unit.layer)
-      continue;
-    auto tag = getLayerTag(unit.layer);
-    int64_t tokens = tag && StringRef(tag->first).starts_with("vision")
-                         ? options.imageTokens
-                         : options.seqLen;
-    auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
-    auto inputGrad = rootTracer.layerInputGrad.find(unit.layer);
-    unit.flops = countLayerFlops(unit.layer, remat ? remat.getValue() : "none",
-                                 options.microBatch, tokens,
-                                 inputGrad == rootTracer.layerInputGrad.end() ||
-                                     inputGrad->second);
+  FlopCount head = rootTracer.beforeLastLayer, tail = rootFlops;
+  tail.forward -= head.forward;
+  tail.backward -= head.backward;
+  tail.recompute -= head.recompute;
+  tail.matmulForward -= head.matmulForward;
+  tail.attentionForward -= head.attentionForward;
+  auto tokensOf = [&](NNModuleOp layer) {
+    auto tag = getLayerTag(layer);
+    return tag && StringRef(tag->first).starts_with("vision")
+               ? options.imageTokens
+               : options.seqLen;
+  };
+  FlopCount modelMicro = rootFlops; // the whole model, one micro-batch
+  auto scale = [](FlopCount flops, double factor) {
+    flops.forward *= factor;
+    flops.backward *= factor;
+    flops.recompute *= factor;
+    flops.matmulForward *= factor;
+    flops.attentionForward *= factor;
+    return flops;
+  };
+  double perTpRank = 1.0 / double(tp.size);
+  for (auto &stageUnits : layers)
+    for (UnitCost &unit : stageUnits) {
+      auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
+      auto inputGrad = rootTracer.layerInputGrad.find(unit.layer);
+      FlopCount flops = countLayerFlops(
+          unit.layer, remat ? remat.getValue() : "none", options.microBatch,
+          tokensOf(unit.layer),
+          inputGrad == rootTracer.layerInputGrad.end() || inputGrad->second);
+      modelMicro += flops;
+      unit.flops = scale(flops, perTpRank);
+    }
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    FlopCount flops;
+    if (stage == 0)
+      flops += head;
+    if (stage == stages - 1)
+      flops += tail;
+    roots[stage].flops = scale(flops, perTpRank);
   }
 
   int64_t gpusPerNode =
       options.gpusPerNode > 0 ? options.gpusPerNode : hardware->gpusPerNode;
-  bool intraNode = report.ranks <= gpusPerNode;
-  report.link = intraNode ? "intra-node" : "inter-node";
-  report.bandwidth =
-      intraNode ? hardware->intraNodeBandwidth : hardware->interNodeBandwidth;
+  // Ranks are laid out TP innermost, then FSDP, then PP (as torchtitan's
+  // device mesh): a group is intra-node when its span fits in a node.
+  auto linkFor = [&](int64_t span, double &bandwidth, std::string &link) {
+    bool intra = span <= gpusPerNode;
+    link = intra ? "intra-node" : "inter-node";
+    bandwidth =
+        intra ? hardware->intraNodeBandwidth : hardware->interNodeBandwidth;
+  };
+  linkFor(report.ranks * tp.size, report.bandwidth, report.link);
+  linkFor(tp.size, report.tpBandwidth, report.tpLink);
   double n = double(report.ranks);
   auto commSeconds = [&](double bytes) {
     return report.ranks > 1 ? (n - 1) / n * bytes / report.bandwidth : 0.0;
@@ -540,57 +579,288 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   report.peakFlops = hardware->bf16Flops;
   report.achievedFlops = hardware->bf16Flops * options.computeEfficiency;
 
-  // One micro-batch.
-  FlopCount micro;
-  double gatherBytes = 0, reduceBytes = 0, optimizerBytes = 0;
-  int64_t gathers = 0, reduces = 0;
-  for (const UnitCost &unit : *units) {
-    micro += unit.flops;
-    bool regather = unit.layer && unit.reshardAfterForward;
-    gatherBytes += unit.gatherBytes * (regather ? 2 : 1);
-    gathers += regather ? 2 : 1;
-    if (unit.reduceBytes > 0) {
-      reduceBytes += unit.reduceBytes;
-      ++reduces;
-    }
-    optimizerBytes += unit.optimizerBytes;
+  // TP collectives: a ring all-reduce moves 2 (t - 1) / t of the tensor
+  // through each link, an all-gather or reduce-scatter (t - 1) / t.
+  if (tp.size > 1) {
+    double t = double(tp.size);
+    llvm::DenseMap<Operation *, UnitCost *> unitOfLayer;
+    for (auto &stageUnits : layers)
+      for (UnitCost &unit : stageUnits)
+        unitOfLayer[unit.layer] = &unit;
+    model.walk([&](Operation *op) {
+      auto entries = op->getAttrOfType<ArrayAttr>("parc.tp_collectives");
+      if (!entries)
+        return;
+      NNModuleOp layer;
+      for (Operation *cur = op->getParentOp(); cur && !isa<ModelOp>(cur);
+           cur = cur->getParentOp())
+        if (auto module = dyn_cast<NNModuleOp>(cur); module && getLayerTag(module))
+          layer = module;
+      UnitCost *unit = layer ? unitOfLayer.lookup(layer)
+                             : &roots[isa<EmbeddingOp>(op) ? 0 : stages - 1];
+      if (!unit)
+        return;
+      double tokens = double(options.microBatch) *
+                      double(layer ? tokensOf(layer) : options.seqLen);
+      for (auto entry : entries.getAsRange<DictionaryAttr>()) {
+        double bytes =
+            double(entry.getAs<IntegerAttr>("bytes_per_token").getInt()) *
+            tokens;
+        bool allReduce = entry.getAs<StringAttr>("kind").getValue() ==
+                         "all_reduce";
+        double seconds = (allReduce ? 2 : 1) * (t - 1) / t * bytes /
+                         report.tpBandwidth;
+        unit->tpForwardSeconds += seconds;
+        unit->tpBackwardSeconds += seconds;
+        unit->tpBytes += 2 * bytes;
+        auto remat =
+            layer ? layer->getAttrOfType<StringAttr>("parc.remat") : nullptr;
+        if (remat && remat.getValue() == "full") {
+          unit->tpBackwardSeconds += seconds;
+          unit->tpBytes += bytes;
+        }
+      }
+    });
   }
-  double computeMicro = micro.total() / report.achievedFlops;
-  double commMicro = commSeconds(gatherBytes) + commSeconds(reduceBytes);
-  double stepMicro =
-      overlapFraction
-          ? computeMicro + commMicro -
-                std::min(*overlapFraction * commMicro, computeMicro)
-          : simulateMicroBatch(*units, commSeconds, report.achievedFlops,
-                               &report.microBatchTimeline);
-  if (!overlapFraction)
-    report.microBatchSeconds = stepMicro;
 
-  double accum = double(options.gradAccumulation);
-  report.flops.forward = micro.forward * accum;
-  report.flops.backward = micro.backward * accum;
-  report.flops.recompute = micro.recompute * accum;
-  report.flops.matmulForward = micro.matmulForward * accum;
-  report.flops.attentionForward = micro.attentionForward * accum;
-  report.tokensPerStep =
-      accum * double(options.microBatch) * double(options.seqLen);
-  report.modelFlopsPerToken = report.flops.model() / report.tokensPerStep;
-  report.allGatherBytes = gatherBytes * accum;
-  report.reduceScatterBytes = reduceBytes * accum;
-  report.allGathers = gathers * options.gradAccumulation;
-  report.reduceScatters = reduces * options.gradAccumulation;
-  report.computeSeconds = computeMicro * accum;
-  report.communicationSeconds = commMicro * accum;
+  // One micro-batch of each stage on two streams (FSDP collectives
+  // overlapping compute), and the totals of one micro-batch.
+  struct StageMicro {
+    FlopCount flops;
+    double gatherBytes = 0, reduceBytes = 0, optimizerBytes = 0;
+    int64_t gathers = 0, reduces = 0;
+    double compute = 0, tpSeconds = 0, tpBytes = 0, seconds = 0;
+    std::vector<TimedStep> timeline;
+  };
+  std::vector<StageMicro> micro(stages);
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    SmallVector<UnitCost> units{roots[stage]};
+    llvm::append_range(units, layers[stage]);
+    StageMicro &m = micro[stage];
+    for (const UnitCost &unit : units) {
+      m.flops += unit.flops;
+      bool regather = unit.layer && unit.reshardAfterForward;
+      m.gatherBytes += unit.gatherBytes * (regather ? 2 : 1);
+      m.gathers += regather ? 2 : 1;
+      if (unit.reduceBytes > 0) {
+        m.reduceBytes += unit.reduceBytes;
+        ++m.reduces;
+      }
+      m.optimizerBytes += unit.optimizerBytes;
+      m.tpSeconds += unit.tpForwardSeconds + unit.tpBackwardSeconds;
+      m.tpBytes += unit.tpBytes;
+    }
+    m.compute = m.flops.total() / report.achievedFlops + m.tpSeconds;
+    double comm = commSeconds(m.gatherBytes) + commSeconds(m.reduceBytes);
+    m.seconds = overlapFraction
+                    ? m.compute + comm - std::min(*overlapFraction * comm,
+                                                  m.compute)
+                    : simulateMicroBatch(units, commSeconds,
+                                         report.achievedFlops, &m.timeline);
+  }
+
+  // The slowest stage sets the per-rank totals the report shows.
+  for (int64_t stage = 1; stage < stages; ++stage)
+    if (micro[stage].seconds > micro[report.slowestStage].seconds)
+      report.slowestStage = stage;
+  const StageMicro &slow = micro[report.slowestStage];
+  double accum = double(microBatches);
+  report.flops = scale(slow.flops, accum);
+  // Tokens per GPU per step: each micro-batch is shared by tp x pp ranks.
+  report.tokensPerStep = accum * double(options.microBatch) *
+                         double(options.seqLen) / double(tp.size * stages);
+  report.modelFlopsPerToken =
+      modelMicro.model() /
+      (double(options.microBatch) * double(options.seqLen));
+  report.allGatherBytes = slow.gatherBytes * accum;
+  report.reduceScatterBytes = slow.reduceBytes * accum;
+  report.allGathers = slow.gathers * microBatches;
+  report.reduceScatters = slow.reduces * microBatches;
+  report.computeSeconds = slow.compute * accum;
+  report.communicationSeconds =
+      (commSeconds(slow.gatherBytes) + commSeconds(slow.reduceBytes)) * accum;
+  report.tpBytes = slow.tpBytes * accum;
+  report.tpSeconds = slow.tpSeconds * accum;
+  report.optimizerBytes = slow.optimizerBytes;
+  report.optimizerSeconds = slow.optimizerBytes / hardware->memoryBandwidth;
+
+  if (!pp.isPipelined()) {
+    if (!overlapFraction) {
+      report.microBatchTimeline = slow.timeline;
+      report.microBatchSeconds = slow.seconds;
+    }
+    report.exposedCommunicationSeconds =
+        std::max(0.0, slow.seconds - slow.compute) * accum;
+    report.stepSeconds = slow.seconds * accum + report.optimizerSeconds;
+    return report;
+  }
+
+  // The pipeline: every stage runs its emitted steps in order; a forward
+  // waits for the previous virtual stage's forward of that micro-batch and
+  // the transfer of its activations, a backward for the next virtual
+  // stage's backward (the last virtual stage's for its own forward).
+  int64_t chunks = pp.chunks, virtualStages = stages * chunks;
+  int64_t hidden = 0;
+  if (!sizes->layers.front().empty())
+    if (func::FuncOp forward = sizes->layers.front().front().layer.getForward())
+      if (forward.getNumArguments() > 0)
+        if (auto type =
+                dyn_cast<RankedTensorType>(forward.getArgument(0).getType())) {
+          hidden = type.getShape().back();
+          report.p2pBytes = double(options.microBatch) *
+                            double(options.seqLen) * double(hidden) *
+                            double((type.getElementTypeBitWidth() + 7) / 8) /
+                            (tp.sequenceParallel ? double(tp.size) : 1.0);
+        }
+  double p2pBandwidth = 0;
+  std::string p2pLink;
+  linkFor(report.ranks * tp.size * 2, p2pBandwidth, p2pLink);
+  report.p2pSeconds = report.p2pBytes / p2pBandwidth;
+
+  // Per (stage, chunk): forward and backward seconds of one micro-batch,
+  // with the stage's exposed FSDP communication spread over them by
+  // compute share.
+  auto chunkUnits = [&](int64_t stage, int64_t chunk) {
+    SmallVector<const UnitCost *> units;
+    for (const UnitCost &unit : layers[stage])
+      if (unit.chunk == chunk)
+        units.push_back(&unit);
+    return units;
+  };
+  auto forwardOf = [&](const UnitCost &unit) {
+    return unit.flops.forward / report.achievedFlops + unit.tpForwardSeconds;
+  };
+  auto backwardOf = [&](const UnitCost &unit) {
+    return (unit.flops.backward + unit.flops.recompute) /
+               report.achievedFlops +
+           unit.tpBackwardSeconds;
+  };
+  std::vector<double> stretch(stages, 1.0);
+  for (int64_t stage = 0; stage < stages; ++stage)
+    if (micro[stage].compute > 0)
+      stretch[stage] = std::max(1.0, micro[stage].seconds / micro[stage].compute);
+
+  struct Done {
+    double forward = -1, backward = -1;
+  };
+  std::vector<std::vector<Done>> done(
+      virtualStages, std::vector<Done>(microBatches));
+  std::vector<size_t> next(stages, 0);
+  std::vector<double> free(stages, 0), busy(stages, 0);
+  report.stageTimelines.assign(stages, {});
+  auto suffix = [](int64_t mb) {
+    return " (micro-batch " + std::to_string(mb) + ")";
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t stage = 0; stage < stages; ++stage) {
+      if (next[stage] >= pp.steps[stage].size())
+        continue;
+      const PipelineStep &step = pp.steps[stage][next[stage]];
+      int64_t g = step.chunk * stages + stage, mb = step.microBatch;
+      if (mb >= microBatches || g >= virtualStages) {
+        ++next[stage];
+        progress = true;
+        continue;
+      }
+      double ready = 0;
+      if (step.forward && g > 0) {
+        if (done[g - 1][mb].forward < 0)
+          continue;
+        ready = done[g - 1][mb].forward + report.p2pSeconds;
+      } else if (!step.forward) {
+        double dep = g == virtualStages - 1 ? done[g][mb].forward
+                                            : done[g + 1][mb].backward;
+        if (dep < 0)
+          continue;
+        ready = dep + (g == virtualStages - 1 ? 0 : report.p2pSeconds);
+      }
+      double t = std::max(free[stage], ready);
+      std::vector<TimedStep> &timeline = report.stageTimelines[stage];
+      auto run = [&](std::string name, double seconds, double flops) {
+        TimedStep timed;
+        timed.name = std::move(name) + suffix(mb);
+        timed.start = t;
+        timed.duration = seconds * stretch[stage];
+        timed.flops = flops;
+        timed.microBatch = mb;
+        t += timed.duration;
+        timeline.push_back(std::move(timed));
+      };
+      SmallVector<const UnitCost *> units = chunkUnits(stage, step.chunk);
+      const UnitCost &root = roots[stage];
+      bool first = g == 0, last = g == virtualStages - 1;
+      if (step.forward) {
+        if (first)
+          run("forward embedding", forwardOf(root), root.flops.forward);
+        for (const UnitCost *unit : units)
+          run("forward " + unit->path, forwardOf(*unit), unit->flops.forward);
+        if (last)
+          run("forward loss", forwardOf(root), root.flops.forward);
+        done[g][mb].forward = t;
+      } else {
+        if (last)
+          run("backward loss", backwardOf(root),
+              root.flops.backward + root.flops.recompute);
+        for (const UnitCost *unit : llvm::reverse(units))
+          run("backward " + unit->path, backwardOf(*unit),
+              unit->flops.backward + unit->flops.recompute);
+        if (first)
+          run("backward embedding", backwardOf(root),
+              root.flops.backward + root.flops.recompute);
+        done[g][mb].backward = t;
+      }
+      bool sends = step.forward ? !last : !first;
+      if (sends) {
+        TimedStep send;
+        send.name = std::string(step.forward ? "send activations"
+                                             : "send activation gradients") +
+                    suffix(mb);
+        send.stream = TimedStep::Communication;
+        send.start = send.issued = t;
+        send.duration = report.p2pSeconds;
+        send.bytes = report.p2pBytes;
+        send.microBatch = mb;
+        timeline.push_back(std::move(send));
+      }
+      busy[stage] += t - std::max(free[stage], ready);
+      free[stage] = t;
+      ++next[stage];
+      progress = true;
+    }
+  }
+  for (int64_t stage = 0; stage < stages; ++stage)
+    if (next[stage] < pp.steps[stage].size())
+      return mlir::emitError(model->getLoc())
+             << "estimate-cost: the pipeline schedule of stage " << stage
+             << " cannot run: step " << next[stage]
+             << " waits on a step no stage runs";
+  report.pipelineSeconds = *llvm::max_element(free);
+  double slowBusy = busy[report.slowestStage];
+  report.bubbleFraction =
+      slowBusy > 0 ? (report.pipelineSeconds - slowBusy) / slowBusy : 0;
+  report.closedFormBubble =
+      double(stages - 1) / (double(chunks) * double(microBatches));
   report.exposedCommunicationSeconds =
-      std::max(0.0, stepMicro - computeMicro) * accum;
-  report.optimizerBytes = optimizerBytes;
-  report.optimizerSeconds = optimizerBytes / hardware->memoryBandwidth;
-  report.stepSeconds = stepMicro * accum + report.optimizerSeconds;
+      std::max(0.0, slow.seconds - slow.compute) * accum;
+  report.stepSeconds = report.pipelineSeconds + report.optimizerSeconds;
   return report;
 }
 
-std::vector<TimedStep> CostReport::getStepTimeline() const {
+std::vector<TimedStep> CostReport::getStepTimeline(size_t stage) const {
   std::vector<TimedStep> steps;
+  if (!stageTimelines.empty()) {
+    if (stage < stageTimelines.size())
+      steps = stageTimelines[stage];
+    TimedStep optimizer;
+    optimizer.name = "optimizer step";
+    optimizer.start = pipelineSeconds;
+    optimizer.duration = optimizerSeconds;
+    optimizer.bytes = optimizerBytes;
+    optimizer.microBatch = -1;
+    steps.push_back(std::move(optimizer));
+    return steps;
+  }
   if (microBatchTimeline.empty())
     return steps;
   int64_t accum = options.gradAccumulation;
@@ -646,9 +916,24 @@ void CostReport::print(llvm::raw_ostream &os) const {
   timeRow("communication", communicationSeconds, commHow);
   timeRow("exposed communication", exposedCommunicationSeconds,
           "overlap " + options.overlap);
+  if (tpSize > 1)
+    timeRow("TP collectives", tpSeconds,
+            llvm::formatv("{0:F0} B on the critical path, ring over {1} "
+                          "{2} GB/s",
+                          tpBytes, tpLink, tpBandwidth / 1e9));
+  if (ppStages > 1)
+    timeRow("pipeline", pipelineSeconds,
+            llvm::formatv("{0} x {1} stages{2}, {3} micro-batches; bubble "
+                          "{4:F2}% (closed form {5:F2}%), slowest stage {6}",
+                          ppSchedule, ppStages,
+                          ppChunks > 1 ? llvm::formatv(" x {0} chunks",
+                                                       ppChunks).str()
+                                       : std::string(),
+                          microBatches, bubbleFraction * 100,
+                          closedFormBubble * 100, slowestStage));
   timeRow("optimizer step", optimizerSeconds, optimHow);
   timeRow("step", stepSeconds,
-          "x " + llvm::Twine(options.gradAccumulation) + " micro-batches");
+          "x " + llvm::Twine(microBatches) + " micro-batches");
   os << "  " << llvm::left_justify("tokens/s/GPU", 26)
      << llvm::format("%14.6g", tokensPerSecondPerGpu()) << "\n";
   os << "  " << llvm::left_justify("MFU", 26)

@@ -12,7 +12,9 @@
 #include "parc/Analysis/MemoryEstimate.h"
 
 #include "parc/Analysis/ForwardWalk.h"
+#include "parc/Analysis/FsdpUnits.h"
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/Parallelism.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -26,7 +28,6 @@ using namespace mlir::parc;
 
 namespace {
 
-int64_t bytesOf(Type type) { return (type.getIntOrFloatBitWidth() + 7) / 8; }
 
 /// What one forward (a layer, or the root's own ops) keeps for backward.
 /// Tensors are numbered; a tensor passed down through parc.call keeps its
@@ -60,8 +61,9 @@ struct ForwardTrace {
 
 class ForwardTracer : public ForwardWalker<ForwardTracer, int> {
 public:
-  ForwardTracer(int64_t batch, int64_t tokens, bool stopAtLayers)
-      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens) {}
+  ForwardTracer(int64_t batch, int64_t tokens, bool stopAtLayers,
+                TpPlan tp = {})
+      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens), tp(tp) {}
 
   ForwardTrace trace(func::FuncOp forward) {
     SmallVector<int> args;
@@ -77,6 +79,8 @@ public:
     SmallVector<int> results;
     for (Value value : op.getResults())
       results.push_back(newTensor(value.getType()));
+    if (tp.size > 1)
+      shardResults(op, operands, results);
     recordSaves(op, operands, results);
     return results;
   }
@@ -89,6 +93,41 @@ public:
   }
 
 private:
+  /// What one TP rank holds of each result: a column-parallel linear's
+  /// output and everything computed from it up to the row-parallel linear
+  /// is split over the heads / FFN columns; under sequence parallelism the
+  /// replicated residual stream is split over the sequence as well. The
+  /// logits are split only under loss parallelism.
+  void shardResults(Operation &op, ArrayRef<int> operands,
+                    ArrayRef<int> results) {
+    bool sharded = llvm::any_of(
+        operands, [&](int id) { return tpSharded.contains(id); });
+    bool logits = false;
+    if (auto linear = dyn_cast<LinearOp>(op)) {
+      auto param =
+          tables.lookupNearestSymbolFrom<ParamOp>(&op, linear.getWeight());
+      auto kind = param ? param->getAttrOfType<StringAttr>("parc.tp")
+                        : StringAttr();
+      StringRef plan = kind ? kind.getValue() : "replicated";
+      if (plan == "colwise")
+        sharded = true;
+      else if (plan == "rowwise")
+        sharded = false;
+      else if (plan == "vocab") {
+        sharded = tp.lossParallel;
+        logits = true;
+      }
+    } else if (isa<EmbeddingOp, CrossEntropyOp>(op)) {
+      sharded = false;
+    }
+    for (int id : results) {
+      if (sharded)
+        tpSharded.insert(id);
+      if (sharded || (tp.sequenceParallel && !logits))
+        result.elements[id] /= tp.size;
+    }
+  }
+
   int newTensor(Type type) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     int64_t count = 1;
@@ -159,13 +198,19 @@ private:
   }
 
   int64_t batch, tokens;
+  TpPlan tp;
+  llvm::DenseSet<int> tpSharded;
   ForwardTrace result;
 };
 
-/// One FSDP unit as the replay sees it, in bytes per rank.
+/// One FSDP unit as the replay sees it, in bytes per rank. The root unit
+/// is split by pipeline stage: each stage holds the root parameters it uses
+/// (the embedding on the first, the final norm and lm_head on the last, a
+/// tied pair on both).
 struct UnitFootprint {
   std::string path;
   NNModuleOp layer; // null for the root
+  int64_t stage = 0, chunk = 0;
   bool reshardAfterForward = true;
   int64_t prefetch = 1;
   int64_t unshardedParameters = 0; // compute dtype, whole unit
@@ -176,58 +221,51 @@ struct UnitFootprint {
   int64_t computeBytes = 2; // bytes per activation element
 };
 
-FailureOr<SmallVector<UnitFootprint>> collectUnits(ModelOp model) {
-  SmallVector<UnitFootprint> units;
-  int64_t shards = getFsdpShardCount(model);
-  if (shards <= 0)
-    return mlir::emitError(model->getLoc())
-           << "estimate-memory needs an FSDP plan: run "
-              "--apply-fsdp (with shards=1 for a single rank)";
+UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards) {
+  UnitFootprint unit;
+  unit.path = size.path;
+  unit.layer = size.layer;
+  unit.stage = size.stage;
+  unit.chunk = size.chunk;
+  unit.reshardAfterForward = size.reshardAfterForward;
+  unit.prefetch = size.prefetch;
+  unit.computeBytes = size.computeBytes;
+  int64_t perRank = size.elements / shards;
+  int64_t trainablePerRank = size.trainableElements / shards;
+  unit.unshardedParameters = size.elements * size.computeBytes;
+  unit.shardedParameters = perRank * size.masterBytes;
+  unit.shardedGradients = trainablePerRank * size.masterBytes;
+  // Gradients are produced unsharded in the compute dtype and copied to the
+  // reduce dtype for the reduce-scatter when the two differ.
+  unit.unshardedGradients =
+      size.trainableElements *
+      (size.computeBytes +
+       (size.reduceBytes != size.computeBytes ? size.reduceBytes : 0));
+  // AdamW: first and second moments.
+  unit.optimizerState = 2 * trainablePerRank * size.optimBytes;
+  return unit;
+}
 
-  llvm::StringMap<NNModuleOp> layerByPath = getLayersByPath(model);
-  // Cached symbol tables: a nested reference walks the layer container,
-  // and there is one per parameter.
-  SymbolTableCollection tables;
-  for (FsdpUnitOp unitOp : model.getBody()->getOps<FsdpUnitOp>()) {
-    UnitFootprint unit;
-    unit.path = unitOp.getPath().str();
-    unit.layer = layerByPath.lookup(unit.path);
-    unit.reshardAfterForward = unitOp.getReshardAfterForward();
-    unit.prefetch = unitOp.getPrefetch();
-    int64_t compute = bytesOf(unitOp.getComputeDtype());
-    int64_t master = bytesOf(unitOp.getMasterDtype());
-    int64_t reduce = bytesOf(unitOp.getReduceDtype());
-    int64_t optim = bytesOf(unitOp.getOptimDtype());
-    unit.computeBytes = compute;
-    for (ShardParamOp shard : unitOp.getBody()->getOps<ShardParamOp>()) {
-      auto param =
-          cast<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
-      int64_t dim0 = param.getTensorType().getDimSize(0);
-      int64_t padded = param.getNumElements() / dim0 * shard.getPaddedDim0();
-      int64_t perRank = padded / shards;
-      unit.unshardedParameters += padded * compute;
-      unit.shardedParameters += perRank * master;
-      if (shard->hasAttr("frozen"))
-        continue;
-      unit.shardedGradients += perRank * master;
-      // Gradients are produced unsharded in the compute dtype and copied to
-      // the reduce dtype for the reduce-scatter when the two differ.
-      unit.unshardedGradients +=
-          padded * (compute + (reduce != compute ? reduce : 0));
-      // AdamW: first and second moments.
-      unit.optimizerState += 2 * perRank * optim;
-    }
-    units.push_back(std::move(unit));
+struct StepUnits {
+  /// Per stage: the root's part there, then the stage's layers in
+  /// execution order.
+  SmallVector<UnitFootprint> roots;
+  SmallVector<SmallVector<UnitFootprint>> layers;
+};
+
+FailureOr<StepUnits> collectUnits(ModelOp model) {
+  FailureOr<FsdpUnitSizes> sizes = getFsdpUnitSizes(model, "estimate-memory");
+  if (failed(sizes))
+    return failure();
+  StepUnits result;
+  for (const FsdpUnitSize &root : sizes->roots)
+    result.roots.push_back(getFootprint(root, sizes->shards));
+  for (const auto &stage : sizes->layers) {
+    auto &units = result.layers.emplace_back();
+    for (const FsdpUnitSize &unit : stage)
+      units.push_back(getFootprint(unit, sizes->shards));
   }
-  // Root first, then layers in execution order.
-  SmallVector<NNModuleOp> order = getLayersInExecutionOrder(model);
-  llvm::DenseMap<Operation *, unsigned> position;
-  for (auto [index, layer] : llvm::enumerate(order))
-    position[layer] = index + 1;
-  llvm::stable_sort(units, [&](const UnitFootprint &a, const UnitFootprint &b) {
-    return position.lookup(a.layer) < position.lookup(b.layer);
-  });
-  return units;
+  return result;
 }
 
 /// Running totals of one rank's replay.
@@ -307,27 +345,11 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     return mlir::emitError(model->getLoc())
            << "estimate-memory needs positive seq, mbs and "
               "gradient accumulation";
-  FailureOr<SmallVector<UnitFootprint>> units = collectUnits(model);
+  FailureOr<StepUnits> units = collectUnits(model);
   if (failed(units))
     return failure();
-
-  MemoryReport report;
-  report.hardware = *hardware;
-  RankMemory &rank = report.ranks.emplace_back();
-  rank.rankKind = "fsdp";
-  rank.rankCount = getFsdpShardCount(model);
-  Replay replay(rank);
-  MemoryBreakdown &live = replay.live;
-
-  // What lives through the whole step.
-  live.fixedOverhead = hardware->fixedOverheadBytes;
-  for (const UnitFootprint &unit : *units) {
-    live.shardedParameters += unit.shardedParameters;
-    live.optimizerState += unit.optimizerState;
-    if (options.gradAccumulation > 1)
-      live.gradients += unit.shardedGradients;
-  }
-  replay.note("start of step");
+  TpPlan tp = getTpPlan(model);
+  PpPlan pp = getPpPlan(model);
 
   auto tokensOf = [&](NNModuleOp layer) {
     auto tag = getLayerTag(layer);
@@ -335,98 +357,171 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
                ? options.imageTokens
                : options.seqLen;
   };
-  int64_t computeBytes = units->front().computeBytes;
-  std::vector<LayerActivations> activations(units->size());
-  for (auto [index, unit] : llvm::enumerate(*units)) {
-    if (!unit.layer)
-      continue;
-    ForwardTrace trace = ForwardTracer(options.microBatch, tokensOf(unit.layer),
-                                       /*stopAtLayers=*/false)
-                             .trace(unit.layer.getForward());
-    auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
-    activations[index] = activationsOf(trace, remat ? remat.getValue() : "none",
-                                       unit.computeBytes);
-  }
+  llvm::DenseMap<Operation *, LayerActivations> activations;
+  for (auto &stageUnits : units->layers)
+    for (UnitFootprint &unit : stageUnits) {
+      ForwardTrace trace = ForwardTracer(options.microBatch,
+                                         tokensOf(unit.layer),
+                                         /*stopAtLayers=*/false, tp)
+                               .trace(unit.layer.getForward());
+      auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
+      activations[unit.layer] = activationsOf(
+          trace, remat ? remat.getValue() : "none", unit.computeBytes);
+    }
+  int64_t computeBytes = units->roots.front().computeBytes;
   ForwardTrace rootTrace =
-      ForwardTracer(options.microBatch, options.seqLen, /*stopAtLayers=*/true)
+      ForwardTracer(options.microBatch, options.seqLen, /*stopAtLayers=*/true,
+                    tp)
           .trace(cast<func::FuncOp>(
               SymbolTable::lookupSymbolIn(model, "forward")));
-  // The logits path is counted as the loss spike, not as saved activations.
+  // The logits path is counted as the loss spike, not as saved activations;
+  // the root's other saved tensors (the final norm's input, lm_head's) are
+  // held where the loss is, on the last stage.
   int64_t logits = rootTrace.logitsElements;
   int64_t rootSaved = activationsOf(rootTrace, "none", computeBytes).saved -
                       rootTrace.softcaps * logits * computeBytes;
-
-  std::vector<bool> gathered(units->size(), false);
-  auto gather = [&](size_t index) {
-    if (index < units->size() && !gathered[index]) {
-      gathered[index] = true;
-      live.unshardedParameters += (*units)[index].unshardedParameters;
-    }
-  };
-  auto release = [&](size_t index) {
-    if (gathered[index]) {
-      gathered[index] = false;
-      live.unshardedParameters -= (*units)[index].unshardedParameters;
-    }
-  };
-
-  // Forward: the root stays gathered until its backward (FSDP2 does not
-  // reshard the root after forward).
-  for (size_t index = 0; index < units->size(); ++index) {
-    const UnitFootprint &unit = (*units)[index];
-    for (int64_t ahead = 0; ahead <= unit.prefetch; ++ahead)
-      gather(index + ahead);
-    if (!unit.layer) {
-      replay.note("forward all-gather root");
-      continue;
-    }
-    live.recomputeWorkingSet += activations[index].working;
-    replay.note("forward " + unit.path);
-    live.recomputeWorkingSet -= activations[index].working;
-    live.savedActivations += activations[index].saved;
-    if (unit.reshardAfterForward)
-      release(index);
-  }
-  live.savedActivations += rootSaved;
   // Logits, softcap output and the fp32 log-softmax the loss keeps.
-  live.logitsAndLoss = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);
-  replay.note("forward loss");
+  int64_t lossKept = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);
 
-  // Backward of the loss: the fp32 gradient of the logits joins them.
-  live.logitsAndLoss += logits * 4;
-  replay.note("backward loss");
-  // lm_head backward: the logits gradient in the compute dtype and the root's
-  // unsharded gradients, reduce-scattered only when the root's backward ends.
-  const UnitFootprint &root = units->front();
-  live.logitsAndLoss = logits * computeBytes;
-  live.gradients += root.unshardedGradients;
-  replay.note("backward lm_head");
-  live.logitsAndLoss = 0;
-  live.savedActivations -= rootSaved;
+  MemoryReport report;
+  report.hardware = *hardware;
+  int64_t ranksPerStage = getFsdpShardCount(model) * tp.size;
+  // Above one micro-batch per step the sharded gradients accumulate through
+  // the whole step.
+  bool accumulate = options.gradAccumulation > 1 || pp.microbatches > 1;
+  for (int64_t stage = 0; stage < pp.stages; ++stage) {
+    RankMemory &rank = report.ranks.emplace_back();
+    rank.rankKind =
+        pp.isPipelined() ? "pp stage " + std::to_string(stage) : "fsdp";
+    rank.rankCount = ranksPerStage;
+    rank.layers = units->layers[stage].size();
+    rank.pipelined = pp.isPipelined();
+    Replay replay(rank);
+    MemoryBreakdown &live = replay.live;
+    const UnitFootprint &root = units->roots[stage];
+    ArrayRef<UnitFootprint> layers = units->layers[stage];
+    bool holdsTail = stage == pp.stages - 1;
 
-  for (size_t index = units->size(); index-- > 1;) {
-    const UnitFootprint &unit = (*units)[index];
-    for (int64_t behind = 0; behind <= unit.prefetch && behind < int64_t(index);
-         ++behind)
-      gather(index - behind);
-    const LayerActivations &acts = activations[index];
-    live.recomputeWorkingSet += acts.recomputed + acts.working;
-    live.gradients += unit.unshardedGradients;
-    replay.note("backward " + unit.path);
-    live.recomputeWorkingSet -= acts.recomputed + acts.working;
-    live.savedActivations -= acts.saved;
-    if (options.gradAccumulation == 1)
-      live.gradients += unit.shardedGradients;
-    replay.note("reduce-scatter " + unit.path);
-    live.gradients -= unit.unshardedGradients;
-    release(index);
+    // What lives through the whole step.
+    live.fixedOverhead = hardware->fixedOverheadBytes;
+    live.shardedParameters += root.shardedParameters;
+    live.optimizerState += root.optimizerState;
+    for (const UnitFootprint &unit : layers) {
+      live.shardedParameters += unit.shardedParameters;
+      live.optimizerState += unit.optimizerState;
+    }
+    if (accumulate) {
+      live.gradients += root.shardedGradients;
+      for (const UnitFootprint &unit : layers)
+        live.gradients += unit.shardedGradients;
+    }
+    replay.note("start of step");
+
+    std::vector<bool> gathered(layers.size(), false);
+    auto gather = [&](size_t index) {
+      if (!gathered[index]) {
+        gathered[index] = true;
+        live.unshardedParameters += layers[index].unshardedParameters;
+      }
+    };
+    auto release = [&](size_t index) {
+      if (gathered[index]) {
+        gathered[index] = false;
+        live.unshardedParameters -= layers[index].unshardedParameters;
+      }
+    };
+    // FSDP2 keeps the root gathered from its first forward to its backward;
+    // its unsharded gradients wait for the root's reduce-scatter at the end.
+    bool rootGathered = false, rootGradients = false;
+    for (const PipelineStep &step : pp.steps[stage]) {
+      std::string suffix =
+          pp.isPipelined()
+              ? " (micro-batch " + std::to_string(step.microBatch) + ")"
+              : "";
+      SmallVector<size_t> chunk;
+      for (auto [index, unit] : llvm::enumerate(layers))
+        if (unit.chunk == step.chunk)
+          chunk.push_back(index);
+      bool holdsLoss = holdsTail && step.chunk == pp.chunks - 1;
+      if (step.forward) {
+        if (!rootGathered) {
+          rootGathered = true;
+          live.unshardedParameters += root.unshardedParameters;
+          for (int64_t ahead = 0;
+               ahead < root.prefetch && ahead < int64_t(chunk.size()); ++ahead)
+            gather(chunk[ahead]);
+          replay.note("forward all-gather root" + suffix);
+        }
+        for (auto [pos, index] : llvm::enumerate(chunk)) {
+          const UnitFootprint &unit = layers[index];
+          for (int64_t ahead = 0; ahead <= unit.prefetch &&
+                                  pos + ahead < chunk.size();
+               ++ahead)
+            gather(chunk[pos + ahead]);
+          const LayerActivations &acts = activations[unit.layer];
+          live.recomputeWorkingSet += acts.working;
+          replay.note("forward " + unit.path + suffix);
+          live.recomputeWorkingSet -= acts.working;
+          live.savedActivations += acts.saved;
+          if (unit.reshardAfterForward)
+            release(index);
+        }
+        if (holdsLoss) {
+          live.savedActivations += rootSaved;
+          live.logitsAndLoss += lossKept;
+          replay.note("forward loss" + suffix);
+        }
+        continue;
+      }
+      auto holdRootGradients = [&] {
+        if (!rootGradients) {
+          rootGradients = true;
+          live.gradients += root.unshardedGradients;
+        }
+      };
+      if (holdsLoss) {
+        // Backward of the loss: the fp32 gradient of the logits joins
+        // them; lm_head's backward then holds the logits gradient in the
+        // compute dtype.
+        live.logitsAndLoss += logits * 4;
+        replay.note("backward loss" + suffix);
+        holdRootGradients();
+        live.logitsAndLoss += logits * computeBytes - lossKept - logits * 4;
+        replay.note("backward lm_head" + suffix);
+        live.logitsAndLoss -= logits * computeBytes;
+        live.savedActivations -= rootSaved;
+      }
+      holdRootGradients();
+      for (size_t pos = chunk.size(); pos-- > 0;) {
+        const UnitFootprint &unit = layers[chunk[pos]];
+        for (int64_t behind = 0;
+             behind <= unit.prefetch && behind <= int64_t(pos); ++behind)
+          gather(chunk[pos - behind]);
+        const LayerActivations &acts = activations[unit.layer];
+        live.recomputeWorkingSet += acts.recomputed + acts.working;
+        live.gradients += unit.unshardedGradients;
+        replay.note("backward " + unit.path + suffix);
+        live.recomputeWorkingSet -= acts.recomputed + acts.working;
+        live.savedActivations -= acts.saved;
+        if (!accumulate)
+          live.gradients += unit.shardedGradients;
+        replay.note("reduce-scatter " + unit.path + suffix);
+        live.gradients -= unit.unshardedGradients;
+        release(chunk[pos]);
+      }
+    }
+    if (!accumulate)
+      live.gradients += root.shardedGradients;
+    replay.note("reduce-scatter root");
+    if (rootGradients)
+      live.gradients -= root.unshardedGradients;
+    if (rootGathered)
+      live.unshardedParameters -= root.unshardedParameters;
+    replay.note("optimizer step");
   }
-  if (options.gradAccumulation == 1)
-    live.gradients += root.shardedGradients;
-  replay.note("reduce-scatter root");
-  live.gradients -= root.unshardedGradients;
-  release(0);
-  replay.note("optimizer step");
+  for (size_t index = 1; index < report.ranks.size(); ++index)
+    if (report.ranks[index].peakBytes > report.ranks[report.peakRank].peakBytes)
+      report.peakRank = index;
   return report;
 }
 
@@ -439,8 +534,10 @@ static std::string formatBytes(int64_t bytes) {
 
 void MemoryReport::print(llvm::raw_ostream &os) const {
   for (const RankMemory &rank : ranks) {
-    os << "memory per rank (" << rank.rankKind << ", " << rank.rankCount
-       << " ranks) on " << hardware.description << ":\n";
+    os << "memory per rank (" << rank.rankKind << ", ";
+    if (rank.pipelined)
+      os << rank.layers << (rank.layers == 1 ? " layer, " : " layers, ");
+    os << rank.rankCount << " ranks) on " << hardware.description << ":\n";
     auto row = [&](StringRef what, int64_t bytes) {
       os << "  " << llvm::left_justify(what, 26)
          << llvm::right_justify(formatBytes(bytes), 12) << "  "

@@ -145,7 +145,10 @@ void writeRank(llvm::json::OStream &j, int pid, const RankMemory &rank,
   // The memory counter: every note of the replay, each micro-batch's notes
   // repeated at its offset; the start of the step once, the optimizer step
   // after the last micro-batch.
-  StepIndex index(cost.microBatchTimeline);
+  // A pipelined step is replayed whole per stage: its notes name their
+  // micro-batch and are anchored once each.
+  bool pipelined = cost.ppStages > 1;
+  StepIndex index(pipelined ? stepTimeline : cost.microBatchTimeline);
   double previous = -std::numeric_limits<double>::infinity();
   std::optional<double> peakTime;
   auto place = [&](std::optional<double> anchor) {
@@ -167,8 +170,11 @@ void writeRank(llvm::json::OStream &j, int pid, const RankMemory &rank,
       j.attributeObject("args", [&] { writeBreakdown(j, total, note.live); });
     });
   };
-  int64_t microBatches = std::max<int64_t>(1, cost.options.gradAccumulation);
-  double optimizerStart = double(microBatches) * cost.microBatchSeconds;
+  int64_t microBatches =
+      pipelined ? 1 : std::max<int64_t>(1, cost.options.gradAccumulation);
+  double optimizerStart = pipelined
+                              ? cost.pipelineSeconds
+                              : double(microBatches) * cost.microBatchSeconds;
   for (const MemorySample &note : rank.timeline)
     if (note.phase == "start of step")
       sample(note, place(0.0));
@@ -209,7 +215,9 @@ void mlir::parc::writeTrace(llvm::raw_ostream &os, const MemoryReport &memory,
     j.attribute("displayTimeUnit", "ms");
     j.attributeArray("traceEvents", [&] {
       for (auto [index, rank] : llvm::enumerate(memory.ranks))
-        writeRank(j, int(index) + 1, rank, cost, stepTimeline);
+        writeRank(j, int(index) + 1, rank, cost,
+                  cost.ppStages > 1 ? cost.getStepTimeline(index)
+                                    : stepTimeline);
     });
     j.attributeObject("otherData", [&] {
       j.attribute("hardware", memory.hardware.name);

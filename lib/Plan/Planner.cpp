@@ -46,11 +46,30 @@ void mlir::parc::buildPlanPipeline(OpPassManager &pm,
   discover.stackPaths.assign(request.stacks.begin(), request.stacks.end());
   pm.addPass(createDiscoverLayers(discover));
 
+  // TP, then remat, then the stage split (which weighs recompute), then
+  // FSDP over each stage's units.
+  if (request.tp > 1) {
+    ApplyTpOptions tp;
+    tp.size = request.tp;
+    tp.sequenceParallel = request.sequenceParallel;
+    tp.lossParallel = request.lossParallel;
+    pm.addPass(createApplyTp(tp));
+  }
   if (request.remat != "none") {
     ApplyRematOptions remat;
     remat.mode = request.remat;
     remat.scope = request.rematScope;
     pm.addPass(createApplyRemat(remat));
+  }
+  if (request.pp > 1) {
+    ApplyPpOptions pp;
+    pp.stages = request.pp;
+    pp.schedule = request.ppSchedule;
+    pp.chunks = request.ppChunks;
+    pp.microbatches = request.microbatches;
+    pp.seq = request.seqLen;
+    pp.mbs = request.microBatchSize;
+    pm.addPass(createApplyPp(pp));
   }
 
   ApplyFsdpOptions fsdp;
@@ -303,19 +322,6 @@ void plan(const PlanInvocation &invocation, MLIRContext *context,
     return;
   outcome.request = *request;
 
-  // The recipe format has tp and pp so that recipes need not change when
-  // the passes come; until then a plan that ignored them would be wrong.
-  for (auto [key, degree] :
-       {std::pair<StringRef, int64_t>{"parallel.tp", request->tp},
-        std::pair<StringRef, int64_t>{"parallel.pp", request->pp}})
-    if (degree > 1) {
-      emitError(request->getLocation(key))
-          << "tensor/pipeline parallelism is not supported yet (" << key
-          << " is " << degree
-          << "); parc-plan plans FSDP only: set tp and pp to 1";
-      return;
-    }
-
   std::string hardwareDir = invocation.hardwareDir.empty()
                                 ? getDefaultHardwareDir()
                                 : invocation.hardwareDir;
@@ -436,7 +442,17 @@ void printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
       << request.nodes << (request.nodes == 1 ? " node" : " nodes") << " x "
       << request.gpusPerNode << ")\n";
   out << "  parallel: fsdp " << request.fsdp << ", tp " << request.tp << ", pp "
-      << request.pp << "\n";
+      << request.pp;
+  if (request.pp > 1) {
+    out << " (" << request.ppSchedule;
+    if (request.ppChunks > 1)
+      out << ", " << request.ppChunks << " chunks";
+    out << ", " << request.microbatches << " micro-batches)";
+  }
+  if (request.tp > 1 && (request.sequenceParallel || request.lossParallel))
+    out << (request.sequenceParallel ? ", sequence parallel" : "")
+        << (request.lossParallel ? ", loss parallel" : "");
+  out << "\n";
   out << "  remat: " << request.remat;
   if (request.remat != "none")
     out << " (scope " << request.rematScope << ")";
@@ -548,6 +564,7 @@ void writeMemory(llvm::json::OStream &j, const MemoryReport &memory) {
         j.attribute("count", rank.rankCount);
         j.attribute("peak_bytes", rank.peakBytes);
         j.attribute("peak_phase", rank.peakPhase);
+        j.attribute("layers", rank.layers);
         writeBreakdown(j, rank.atPeak);
       });
   });
@@ -572,6 +589,22 @@ void writeCost(llvm::json::OStream &j, const CostReport &cost) {
   j.attribute("all_gather_bytes", cost.allGatherBytes);
   j.attribute("reduce_scatter_bytes", cost.reduceScatterBytes);
   j.attribute("optimizer_bytes", cost.optimizerBytes);
+  j.attributeObject("tp", [&] {
+    j.attribute("size", cost.tpSize);
+    j.attribute("bytes", cost.tpBytes);
+    j.attribute("seconds", cost.tpSeconds);
+    j.attribute("link", cost.tpLink);
+  });
+  j.attributeObject("pp", [&] {
+    j.attribute("stages", cost.ppStages);
+    j.attribute("schedule", cost.ppSchedule);
+    j.attribute("chunks", cost.ppChunks);
+    j.attribute("microbatches", cost.microBatches);
+    j.attribute("slowest_stage", cost.slowestStage);
+    j.attribute("bubble", cost.bubbleFraction);
+    j.attribute("closed_form_bubble", cost.closedFormBubble);
+    j.attribute("p2p_bytes_per_microbatch", cost.p2pBytes);
+  });
   j.attributeObject("assumptions", [&] {
     j.attribute("peak_flops", cost.peakFlops);
     j.attribute("compute_efficiency", cost.options.computeEfficiency);

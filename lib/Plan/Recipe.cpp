@@ -89,6 +89,17 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "FSDP shards (default: every GPU not used by tp x pp)"},
     {"parallel.tp", "tp", false, "n", "Tensor-parallel degree (default 1)"},
     {"parallel.pp", "pp", false, "n", "Pipeline-parallel degree (default 1)"},
+    {"parallel.pp_schedule", "schedule", false, "name",
+     "Pipeline schedule: gpipe, 1f1b, interleaved-1f1b (default 1f1b)"},
+    {"parallel.pp_chunks", "chunks", false, "n",
+     "Model chunks per pipeline rank (interleaved-1f1b; default 1)"},
+    {"parallel.microbatches", "microbatches", false, "n",
+     "Micro-batches per optimizer step (default: global batch / "
+     "(micro-batch x data-parallel ranks), or pp when no global batch)"},
+    {"parallel.sequence_parallel", "sequence-parallel", false, "bool",
+     "Sequence parallelism with TP: true or false (default false)"},
+    {"parallel.loss_parallel", "loss-parallel", false, "bool",
+     "Vocab-parallel loss with TP: true or false (default false)"},
     {"parallel.remat", "remat", false, "mode",
      "Activation remat: full, selective, every:N, none (default none)"},
     {"parallel.remat_scope", "remat-scope", false, "scope",
@@ -493,6 +504,16 @@ void RecipeReader::build(PlanRequest &request) {
   readPositive("parallel.fsdp", request.fsdp);
   readPositive("parallel.tp", request.tp);
   readPositive("parallel.pp", request.pp);
+  readChoice("parallel.pp_schedule", {"gpipe", "1f1b", "interleaved-1f1b"},
+             request.ppSchedule);
+  readPositive("parallel.pp_chunks", request.ppChunks);
+  readPositive("parallel.microbatches", request.microbatches);
+  std::string sequenceParallel = "false", lossParallel = "false";
+  readChoice("parallel.sequence_parallel", {"true", "false"},
+             sequenceParallel);
+  readChoice("parallel.loss_parallel", {"true", "false"}, lossParallel);
+  request.sequenceParallel = sequenceParallel == "true";
+  request.lossParallel = lossParallel == "true";
   readRemat("parallel.remat", request.remat);
   readChoice("parallel.remat_scope", {"all", "language", "vision"},
              request.rematScope);
@@ -557,8 +578,11 @@ void RecipeReader::check(PlanRequest &request) {
 
   int64_t perStep = request.microBatchSize * request.getDataParallelRanks();
   const Entry *gbsEntry = lookup("train.global_batch_size");
+  const Entry *microEntry = lookup("parallel.microbatches");
   if (!gbsEntry) {
-    request.globalBatchSize = perStep;
+    // A pipeline needs micro-batches to fill it: one per stage by default.
+    int64_t micro = microEntry ? request.microbatches : request.pp;
+    request.globalBatchSize = perStep * micro;
   } else if (request.globalBatchSize % perStep != 0) {
     error(*gbsEntry) << "global_batch_size " << request.globalBatchSize
                      << " is not a multiple of micro_batch_size "
@@ -568,6 +592,24 @@ void RecipeReader::check(PlanRequest &request) {
     return;
   }
   request.gradAccumulation = request.globalBatchSize / perStep;
+  if (microEntry && request.microbatches != request.gradAccumulation) {
+    error(*microEntry) << "microbatches " << request.microbatches
+                       << " disagrees with global_batch_size "
+                       << request.globalBatchSize << " / (micro_batch_size "
+                       << request.microBatchSize << " x data-parallel ranks "
+                       << request.getDataParallelRanks()
+                       << ") = " << request.gradAccumulation;
+    return;
+  }
+  request.microbatches = request.gradAccumulation;
+  if (request.ppChunks > 1 && request.ppSchedule != "interleaved-1f1b") {
+    const Entry *chunks = lookup("parallel.pp_chunks");
+    error(chunks ? chunks->loc : fileLoc())
+        << "pp_chunks " << request.ppChunks
+        << " needs pp_schedule interleaved-1f1b, got '" << request.ppSchedule
+        << "'";
+    return;
+  }
 }
 
 FailureOr<PlanRequest> RecipeReader::read(StringRef text,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/Parallelism.h"
 #include "parc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -127,6 +128,7 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
       aliasesOf[owner].push_back(getRelativeRef(model, alias));
 
     int64_t totalPadding = 0;
+    int64_t tpSize = getTpPlan(model).size;
     auto createUnit = [&](int unit) {
       bool isRoot = unit == kRootUnit;
       std::string path = isRoot ? "" : getDottedPath(layers[unit]);
@@ -145,10 +147,11 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
               DenseI16ArrayAttr::get(model.getContext(), {0})});
       int64_t padding = 0;
       for (ParamOp param : paramsOf[unit + 1]) {
-        RankedTensorType type = param.getTensorType();
-        int64_t dim0 = type.getDimSize(0);
+        // Under TP, FSDP shards the slice a TP rank holds.
+        SmallVector<int64_t> local = getTpLocalShape(param, tpSize);
+        int64_t dim0 = local[0];
         int64_t padded = roundUp(dim0, shards);
-        padding += (padded - dim0) * (type.getNumElements() / dim0);
+        padding += (padded - dim0) * (ShapedType::getNumElements(local) / dim0);
         auto shardOp =
             ShardParamOp::create(body, loc, getRelativeRef(model, param),
                                  sharding, body.getI64IntegerAttr(padded));

@@ -14,6 +14,7 @@
 
 #include "parc/Analysis/CostModel.h"
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/Parallelism.h"
 #include "parc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -28,11 +29,11 @@ namespace mlir::parc {
 
 namespace {
 
-constexpr llvm::StringLiteral kGridName = "pp";
-constexpr llvm::StringLiteral kPlanAttr = "parc.pp";
-constexpr llvm::StringLiteral kStageAttr = "parc.pp_stage";
-constexpr llvm::StringLiteral kChunkAttr = "parc.pp_chunk";
-constexpr llvm::StringLiteral kScheduleAttr = "parc.pp_schedule";
+constexpr llvm::StringLiteral kGridName = kPpGridName;
+constexpr llvm::StringLiteral kPlanAttr = kPpPlanAttrName;
+constexpr llvm::StringLiteral kStageAttr = kPpStageAttrName;
+constexpr llvm::StringLiteral kChunkAttr = kPpChunkAttrName;
+constexpr llvm::StringLiteral kScheduleAttr = kPpScheduleAttrName;
 constexpr llvm::StringLiteral kTiedAttr = "parc.pp_tied_copies";
 
 /// One step of a stage's schedule: forward or backward of a micro-batch on a
@@ -260,12 +261,10 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
     shard::GridOp::create(builder, loc, kGridName, ArrayRef<int64_t>{p});
 
     SmallVector<Attribute> stageLayers, stageCosts;
-    llvm::DenseMap<Operation *, int64_t> stageOfLayer;
     for (NNModuleOp layer : vision) {
       layer->setAttr(kStageAttr, b.getI64IntegerAttr(0));
       if (isInterleaved)
         layer->setAttr(kChunkAttr, b.getI64IntegerAttr(0));
-      stageOfLayer[layer] = 0;
     }
     int64_t next = 0;
     for (int64_t group = 0; group < groups; ++group) {
@@ -277,7 +276,6 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
         layer->setAttr(kStageAttr, b.getI64IntegerAttr(group % p));
         if (isInterleaved)
           layer->setAttr(kChunkAttr, b.getI64IntegerAttr(group / p));
-        stageOfLayer[layer] = group % p;
         cost += costs[next];
       }
       stageLayers.push_back(b.getI64IntegerAttr(sizes[group]));
@@ -319,25 +317,9 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
              b.getNamedAttr("bubble", b.getF64FloatAttr(bubble))}));
     model->setAttr(kScheduleAttr, b.getArrayAttr(schedules));
 
-    // Which stage holds each parameter: its layer's, or for the root's, the
-    // first stage for embedding tables and the last for the rest.
-    llvm::DenseSet<Operation *> embeddingTables;
-    model.walk([&](Operation *op) {
-      if (!isa<EmbeddingOp, PatchEmbeddingOp, PositionEmbeddingOp>(op))
-        return;
-      if (auto ref = op->getAttrOfType<SymbolRefAttr>("weight"))
-        if (auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(op, ref))
-          embeddingTables.insert(param);
-    });
-    auto stageOf = [&](ParamOp param) -> int64_t {
-      for (Operation *op = param->getParentOp(); op && op != model;
-           op = op->getParentOp()) {
-        auto it = stageOfLayer.find(op);
-        if (it != stageOfLayer.end())
-          return it->second;
-      }
-      return embeddingTables.contains(param) ? 0 : p - 1;
-    };
+    // Which stage holds each parameter, as every later reader sees it.
+    PipelinePlacement placement(model);
+    auto stageOf = [&](ParamOp param) { return placement.getStage(param); };
     SmallVector<Attribute> tiedCopies;
     for (TieOp tie : model.getBody()->getOps<TieOp>()) {
       SmallVector<int64_t> tieStages;

@@ -172,8 +172,8 @@ static LogicalResult verifyModuleBody(Operation *op, Block &body,
   for (Operation &child : body) {
     if (isa<NNModuleOp, ParamOp>(child))
       continue;
-    // Ties, grids and FSDP units describe the whole model.
-    if (allowTies && (isa<TieOp, FsdpUnitOp>(child) ||
+    // Ties, grids, FSDP units and programs describe the whole model.
+    if (allowTies && (isa<TieOp, FsdpUnitOp, ProgramOp>(child) ||
                       child.getName().getStringRef() == "shard.grid"))
       continue;
     if (auto func = dyn_cast<func::FuncOp>(child)) {
@@ -533,7 +533,17 @@ LogicalResult ShardParamOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (!param)
     return emitOpError() << getParam() << " does not name a parc.param";
   int64_t dim0 = param.getTensorType().getDimSize(0);
-  if (getPaddedDim0() < dim0)
+  // Under TP, FSDP shards the slice one TP rank holds (as getTpLocalShape).
+  auto tpSize = model->getAttrOfType<IntegerAttr>("parc.tp_size");
+  auto tpPlan = param->getAttrOfType<StringAttr>("parc.tp");
+  if (tpSize && tpSize.getInt() > 1 && tpPlan) {
+    if (tpPlan.getValue() == "colwise")
+      dim0 /= tpSize.getInt();
+    if (tpPlan.getValue() == "vocab")
+      if (auto padded = param->getAttrOfType<IntegerAttr>("parc.tp_padded_dim0"))
+        dim0 = padded.getInt() / tpSize.getInt();
+  }
+  if (int64_t(getPaddedDim0()) < dim0)
     return emitOpError() << "padded_dim0 " << getPaddedDim0()
                          << " is smaller than dim 0 of " << getParam() << " ("
                          << dim0 << ")";

@@ -125,9 +125,30 @@ struct CostReport {
   /// stream; empty unless overlap is "schedule".
   std::vector<TimedStep> microBatchTimeline;
   double microBatchSeconds = 0;
-  /// The whole step: grad-accum copies of the micro-batch back to back, then
-  /// the optimizer step; empty unless overlap is "schedule".
-  std::vector<TimedStep> getStepTimeline() const;
+  /// The whole step of pipeline stage `stage` (0 without PP): without PP,
+  /// grad-accum copies of the micro-batch back to back, then the optimizer
+  /// step (empty unless overlap is "schedule"); with PP, the stage's
+  /// schedule as the pipeline replay ran it.
+  std::vector<TimedStep> getStepTimeline(size_t stage = 0) const;
+
+  /// Tensor parallelism: bytes per rank per step entering its collectives
+  /// (unsharded sizes) and the time they block compute.
+  int64_t tpSize = 1;
+  double tpBytes = 0, tpSeconds = 0, tpBandwidth = 0;
+  std::string tpLink;
+  /// Pipeline parallelism, replayed from the emitted schedule: the step is
+  /// the last stage's finish; the bubble is the slowest stage's idle time
+  /// over its busy time, next to the closed form (p - 1) / (v m).
+  int64_t ppStages = 1, ppChunks = 1, microBatches = 1;
+  std::string ppSchedule;
+  int64_t slowestStage = 0;
+  double bubbleFraction = 0, closedFormBubble = 0;
+  /// Activations (and their gradients) sent between adjacent stages per
+  /// micro-batch, and the link time of one transfer.
+  double p2pBytes = 0, p2pSeconds = 0;
+  /// Per stage: its steps (per-layer compute, sends) in time order.
+  std::vector<std::vector<TimedStep>> stageTimelines;
+  double pipelineSeconds = 0;
 
   double tokensPerSecondPerGpu() const {
     return stepSeconds > 0 ? tokensPerStep / stepSeconds : 0;

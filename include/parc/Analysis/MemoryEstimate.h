@@ -46,6 +46,8 @@ struct MemorySample {
 struct RankMemory {
   std::string rankKind;  // "fsdp" for a plain FSDP plan
   int64_t rankCount = 1; // ranks of this kind
+  int64_t layers = 0;    // layer units the rank holds (its stage's)
+  bool pipelined = false;
   int64_t peakBytes = 0;
   std::string peakPhase; // "backward model.layers.0", "forward lm_head", ...
   MemoryBreakdown atPeak;

@@ -9,7 +9,8 @@
 //   train:    seq_len, micro_batch_size, global_batch_size, compute_dtype,
 //             master_dtype, grad_reduce_dtype, optim_dtype, optimizer, frozen
 //   cluster:  hardware, nodes, gpus_per_node | gpus
-//   parallel: fsdp, tp, pp, remat, remat_scope, stacks
+//   parallel: fsdp, tp, pp, pp_schedule, pp_chunks, microbatches,
+//             sequence_parallel, loss_parallel, remat, remat_scope, stacks
 //
 // This header is free of yaml-cpp: yaml-cpp reports errors by throwing, and
 // only Recipe.cpp is built with exceptions.
@@ -65,6 +66,14 @@ struct PlanRequest {
   int64_t fsdp = 0;
   int64_t tp = 1;
   int64_t pp = 1;
+  /// "gpipe", "1f1b" or "interleaved-1f1b".
+  std::string ppSchedule = "1f1b";
+  int64_t ppChunks = 1;
+  /// Micro-batches per optimizer step (the same as gradAccumulation once
+  /// the recipe is read; the pipeline schedule runs this many).
+  int64_t microbatches = 1;
+  bool sequenceParallel = false;
+  bool lossParallel = false;
   /// "full", "selective", "every:N" or "none".
   std::string remat = "none";
   /// "all", "language" or "vision".

@@ -1,0 +1,99 @@
+//===- FsdpUnits.cpp - the FSDP units of a plan, per pipeline stage -------===//
+
+#include "parc/Analysis/FsdpUnits.h"
+
+#include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/Parallelism.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace mlir::parc;
+
+static int64_t bytesOf(Type type) {
+  return (type.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+FailureOr<FsdpUnitSizes> mlir::parc::getFsdpUnitSizes(ModelOp model,
+                                                      StringRef pass) {
+  FsdpUnitSizes result;
+  result.shards = getFsdpShardCount(model);
+  if (result.shards <= 0)
+    return mlir::emitError(model->getLoc())
+           << pass
+           << " needs an FSDP plan: run --apply-fsdp (with shards=1 for a "
+              "single rank)";
+
+  PipelinePlacement placement(model);
+  int64_t stages = placement.getStageCount();
+  int64_t tpSize = getTpPlan(model).size;
+  llvm::StringMap<NNModuleOp> layerByPath = getLayersByPath(model);
+  // Cached symbol tables: a nested reference walks the layer container,
+  // and there is one per parameter.
+  SymbolTableCollection tables;
+  result.roots.resize(stages);
+  result.layers.resize(stages);
+  bool sawRoot = false;
+  for (FsdpUnitOp unitOp : model.getBody()->getOps<FsdpUnitOp>()) {
+    FsdpUnitSize unit;
+    unit.path = unitOp.getPath().str();
+    unit.layer = layerByPath.lookup(unit.path);
+    unit.reshardAfterForward = unitOp.getReshardAfterForward();
+    unit.prefetch = unitOp.getPrefetch();
+    unit.computeBytes = bytesOf(unitOp.getComputeDtype());
+    unit.masterBytes = bytesOf(unitOp.getMasterDtype());
+    unit.reduceBytes = bytesOf(unitOp.getReduceDtype());
+    unit.optimBytes = bytesOf(unitOp.getOptimDtype());
+    if (unit.layer) {
+      unit.stage = std::min(placement.getStage(unit.layer), stages - 1);
+      unit.chunk = placement.getChunk(unit.layer);
+    } else {
+      sawRoot = true;
+      for (FsdpUnitSize &root : result.roots)
+        root = unit;
+    }
+    for (ShardParamOp shard : unitOp.getBody()->getOps<ShardParamOp>()) {
+      auto param =
+          cast<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
+      SmallVector<int64_t> local = getTpLocalShape(param, tpSize);
+      int64_t elements = ShapedType::getNumElements(local) / local[0] *
+                         shard.getPaddedDim0();
+      int64_t trainable = shard->hasAttr("frozen") ? 0 : elements;
+      if (unit.layer) {
+        unit.elements += elements;
+        unit.trainableElements += trainable;
+        continue;
+      }
+      // A tie group spanning stages is one copy on each.
+      SmallVector<int64_t> holders{placement.getStage(param)};
+      if (auto tied = shard->getAttrOfType<ArrayAttr>("tied"))
+        for (auto ref : tied.getAsRange<SymbolRefAttr>())
+          if (auto alias = dyn_cast_or_null<ParamOp>(
+                  tables.lookupSymbolIn(model, ref)))
+            if (!llvm::is_contained(holders, placement.getStage(alias)))
+              holders.push_back(placement.getStage(alias));
+      for (int64_t stage : holders) {
+        FsdpUnitSize &root = result.roots[std::min(stage, stages - 1)];
+        root.elements += elements;
+        root.trainableElements += trainable;
+      }
+    }
+    if (unit.layer)
+      result.layers[unit.stage].push_back(std::move(unit));
+  }
+  if (!sawRoot)
+    return mlir::emitError(model->getLoc())
+           << pass << " needs the FSDP plan's root unit";
+
+  SmallVector<NNModuleOp> order = getLayersInExecutionOrder(model);
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [index, layer] : llvm::enumerate(order))
+    position[layer] = index;
+  for (auto &stageUnits : result.layers)
+    llvm::stable_sort(stageUnits,
+                      [&](const FsdpUnitSize &a, const FsdpUnitSize &b) {
+                        return position.lookup(a.layer) <
+                               position.lookup(b.layer);
+                      });
+  return result;
+}

@@ -1,0 +1,125 @@
+//===- Parallelism.cpp - how TP and PP partitioned a model ----------------===//
+
+#include "parc/Analysis/Parallelism.h"
+
+#include "parc/Analysis/LayerStacks.h"
+
+using namespace mlir;
+using namespace mlir::parc;
+
+TpPlan mlir::parc::getTpPlan(ModelOp model) {
+  TpPlan plan;
+  if (auto size = model->getAttrOfType<IntegerAttr>(kTpSizeAttrName))
+    plan.size = std::max<int64_t>(1, size.getInt());
+  if (auto sp = model->getAttrOfType<BoolAttr>("parc.tp_sequence_parallel"))
+    plan.sequenceParallel = sp.getValue();
+  if (auto lp = model->getAttrOfType<BoolAttr>("parc.tp_loss_parallel"))
+    plan.lossParallel = lp.getValue();
+  return plan;
+}
+
+SmallVector<int64_t> mlir::parc::getTpLocalShape(ParamOp param,
+                                                 int64_t tpSize) {
+  SmallVector<int64_t> shape(param.getTensorType().getShape());
+  auto plan = param->getAttrOfType<StringAttr>(kTpParamAttrName);
+  if (tpSize <= 1 || !plan || shape.empty())
+    return shape;
+  StringRef kind = plan.getValue();
+  if (kind == "vocab") {
+    if (auto padded = param->getAttrOfType<IntegerAttr>("parc.tp_padded_dim0"))
+      shape[0] = padded.getInt();
+    shape[0] /= tpSize;
+  } else if (kind == "colwise") {
+    shape[0] /= tpSize;
+  } else if (kind == "rowwise" && shape.size() > 1) {
+    shape[1] /= tpSize;
+  }
+  return shape;
+}
+
+/// "F3", "B0", "F3.c1".
+static PipelineStep parseStep(StringRef text) {
+  PipelineStep step;
+  step.forward = text.consume_front("F");
+  if (!step.forward)
+    text.consume_front("B");
+  auto [micro, chunk] = text.split(".c");
+  (void)micro.getAsInteger(10, step.microBatch);
+  if (!chunk.empty())
+    (void)chunk.getAsInteger(10, step.chunk);
+  return step;
+}
+
+PpPlan mlir::parc::getPpPlan(ModelOp model) {
+  PpPlan plan;
+  auto dict = model->getAttrOfType<DictionaryAttr>(kPpPlanAttrName);
+  auto schedules = model->getAttrOfType<ArrayAttr>(kPpScheduleAttrName);
+  if (!dict || !schedules) {
+    plan.steps.push_back({{true, 0, 0}, {false, 0, 0}});
+    return plan;
+  }
+  auto getInt = [&](StringRef key, int64_t fallback) {
+    auto value = dict.getAs<IntegerAttr>(key);
+    return value ? value.getInt() : fallback;
+  };
+  plan.stages = getInt("stages", 1);
+  plan.chunks = getInt("chunks", 1);
+  plan.microbatches = getInt("microbatches", 1);
+  if (auto schedule = dict.getAs<StringAttr>("schedule"))
+    plan.schedule = schedule.getValue().str();
+  if (auto bubble = dict.getAs<FloatAttr>("bubble"))
+    plan.bubble = bubble.getValueAsDouble();
+  plan.steps.resize(plan.stages);
+  for (Attribute entry : schedules) {
+    auto stageDict = cast<DictionaryAttr>(entry);
+    int64_t stage = stageDict.getAs<IntegerAttr>("stage").getInt();
+    if (stage < 0 || stage >= plan.stages)
+      continue;
+    for (auto name : stageDict.getAs<ArrayAttr>("steps")
+                         .getAsValueRange<StringAttr>())
+      plan.steps[stage].push_back(parseStep(name));
+  }
+  return plan;
+}
+
+PipelinePlacement::PipelinePlacement(ModelOp model) {
+  stages = getPpPlan(model).stages;
+  for (NNModuleOp layer : getLayersInExecutionOrder(model)) {
+    auto stage = layer->getAttrOfType<IntegerAttr>(kPpStageAttrName);
+    auto chunk = layer->getAttrOfType<IntegerAttr>(kPpChunkAttrName);
+    layerPlace[layer] = {stage ? stage.getInt() : 0,
+                         chunk ? chunk.getInt() : 0};
+  }
+  SymbolTableCollection tables;
+  model.walk([&](Operation *op) {
+    if (!isa<EmbeddingOp, PatchEmbeddingOp, PositionEmbeddingOp>(op))
+      return;
+    if (auto ref = op->getAttrOfType<SymbolRefAttr>("weight"))
+      if (auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, ref))
+        embeddingTables.insert(param);
+  });
+}
+
+int64_t PipelinePlacement::getStage(NNModuleOp layer) const {
+  auto it = layerPlace.find(layer);
+  return it == layerPlace.end() ? 0 : it->second.first;
+}
+
+int64_t PipelinePlacement::getChunk(NNModuleOp layer) const {
+  auto it = layerPlace.find(layer);
+  return it == layerPlace.end() ? 0 : it->second.second;
+}
+
+int64_t PipelinePlacement::getVirtualStage(NNModuleOp layer) const {
+  return getChunk(layer) * stages + getStage(layer);
+}
+
+int64_t PipelinePlacement::getStage(ParamOp param) const {
+  for (Operation *op = param->getParentOp(); op && !isa<ModelOp>(op);
+       op = op->getParentOp()) {
+    auto it = layerPlace.find(op);
+    if (it != layerPlace.end())
+      return it->second.first;
+  }
+  return embeddingTables.contains(param) ? 0 : stages - 1;
+}
