@@ -367,4 +367,6 @@ def Parc_ShardParamOp : Parc_Op<"shard_param", [
   let assemblyFormat = "$param `to` $sharding attr-dict `:` type($sharding)";
 }
 
+include "Parc/IR/ParcScheduleOps.td"
+
 #endif // PARC_DIALECT_PARC_IR_PARCOPS_TD

@@ -272,4 +272,44 @@ def ApplyPp : Pass<"apply-pp", "::mlir::ModuleOp"> {
   ];
 }
 
+def LowerToSchedule : Pass<"lower-to-schedule", "::mlir::ModuleOp"> {
+  let summary = "Lower a planned model to one straight-line program per rank kind";
+  let description = [{
+    Turns the plan the earlier passes recorded (discovered layers, the TP
+    collectives, remat decisions, FSDP units, the pipeline schedule) into a
+    `parc.program` per kind of rank: ranks doing the same work share one
+    (without PP every rank is one kind, `@all_ranks`; with PP one per stage,
+    `@stage_<s>`, covering `pp = [s]`). A program is the ordered steps of one
+    training step: FSDP all-gathers (with prefetch) and frees of each unit,
+    forwards of the root's head, each layer and the root's tail per
+    micro-batch (and chunk), saved activations and their frees, pipeline
+    sends and receives of activations and their gradients, recomputes,
+    backwards, gradient reduce-scatters, all-reduces (TP collectives,
+    tied copies over pp, data-parallel replicas over a `shard.grid @dp`), and
+    the optimizer step. Collectives are `shard` ops on the model's grids over
+    `parc.buffer`s of the exact size; collectives over an axis of size 1 are
+    omitted. docs/schedule.md lists the vocabulary.
+
+    Needs --discover-layers and --apply-fsdp (shards=1 for none); refuses
+    attributes that disagree (a pipeline schedule that misses or repeats a
+    micro-batch, a layer on no stage, a grid whose size disagrees with its
+    plan). Re-running replaces the programs.
+
+    ```
+    parc-opt m.mlir --discover-layers --apply-remat=mode=full \
+        --apply-fsdp=shards=8 "--lower-to-schedule=seq=4096 mbs=1"
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"seqLen", "seq", "int64_t", /*default=*/"4096", "Sequence length">,
+    Option<"microBatch", "mbs", "int64_t", /*default=*/"1",
+           "Micro-batch size per rank">,
+    Option<"gradAccumulation", "grad-accum", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step without a pipeline">,
+    Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
+           "Image tokens per sample entering a vision stack">
+  ];
+}
+
 #endif // PARC_TRANSFORMS_PASSES_TD

@@ -365,3 +365,298 @@ parc.model @unit_missing_param class "M" {
     parc.shard_param @gone to %s {padded_dim0 = 4 : i64} : !shard.sharding
   }
 }
+
+// -----
+
+parc.model @program_0 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    %b = parc.buffer activation "layers.0" micro_batch 0 : tensor<8xbf16>
+    // expected-error@+1 {{must free a parc.save or shard.all_gather result of its program}}
+    parc.free %b : tensor<8xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_1 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    parc.free %g : tensor<16xbf16>
+    // expected-error@+1 {{frees a buffer that is already freed}}
+    parc.free %g : tensor<16xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_2 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    parc.forward_step "layers.0" micro_batch 0
+    // expected-error@+1 {{is never freed}}
+    %s = parc.save "layers.0" micro_batch 0 : tensor<64xi8>
+    parc.backward_step "layers.0" micro_batch 0
+  }
+}
+
+// -----
+
+parc.model @program_3 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{runs the backward of 'layers.0' micro-batch 0 before its forward}}
+    parc.backward_step "layers.0" micro_batch 0
+  }
+}
+
+// -----
+
+parc.model @program_4 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    parc.forward_step "" part "tail" micro_batch 0
+    // expected-error@+1 {{runs the forward of the root's tail micro-batch 0 twice}}
+    parc.forward_step "" part "tail" micro_batch 0
+  }
+}
+
+// -----
+
+parc.model @program_5 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    parc.forward_step "layers.0" micro_batch 0
+    parc.backward_step "layers.0" micro_batch 0
+    // expected-error@+1 {{runs the recompute of 'layers.0' micro-batch 0 after its backward}}
+    parc.recompute_step "layers.0" micro_batch 0 remat "full" bytes 8
+  }
+}
+
+// -----
+
+parc.model @program_6 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{saves activations of 'layers.0' micro-batch 0 outside its forward}}
+    %s = parc.save "layers.0" micro_batch 0 : tensor<64xi8>
+  }
+}
+
+// -----
+
+parc.model @program_7 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{runs micro-batch 3 of a program with 1 micro-batches}}
+    parc.forward_step "layers.0" micro_batch 3
+  }
+}
+
+// -----
+
+parc.model @program_8 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{names 'layers.9', which is no discovered layer}}
+    parc.forward_step "layers.9" micro_batch 0
+  }
+}
+
+// -----
+
+parc.model @program_9 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{part must be "head" or "tail", got "middle"}}
+    parc.forward_step "" part "middle" micro_batch 0
+  }
+}
+
+// -----
+
+parc.model @program_10 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{names both a module ("layers.0") and a root part}}
+    parc.backward_step "layers.0" part "head" micro_batch 0
+  }
+}
+
+// -----
+
+parc.model @program_11 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{needs a module path or a root part}}
+    parc.forward_step "" micro_batch 0
+  }
+}
+
+// -----
+
+parc.model @program_12 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{remat must be "full" or "selective", got "none"}}
+    parc.recompute_step "layers.0" micro_batch 0 remat "none" bytes 8
+  }
+}
+
+// -----
+
+parc.model @program_13 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    // expected-error@+1 {{must be a non-empty static buffer, got 'tensor<?xbf16>'}}
+    %b = parc.buffer activation "layers.0" : tensor<?xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_14 class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    // expected-error@+1 {{is not a step of a parc.program}}
+    %s = shard.all_slice %w on @fsdp grid_axes = [0] slice_axis = 0 : tensor<8xbf16> -> tensor<4xbf16>
+  }
+}
+
+// -----
+
+parc.model @covers_unknown class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  // expected-error@+1 {{covers 'tp', which is no shard.grid of the model}}
+  parc.program @p ranks 2 covers {tp = array<i64: 0>} micro_batches 1 {
+  }
+}
+
+// -----
+
+parc.model @covers_out_of_range class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  // expected-error@+1 {{covers index 2 of 'pp' of size 2}}
+  parc.program @p ranks 2 covers {pp = array<i64: 2>} micro_batches 1 {
+  }
+}
+
+// -----
+
+parc.model @ranks_mismatch class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  // expected-error@+1 {{covers 2 ranks of the model's grids but says ranks 4}}
+  parc.program @p ranks 4 covers {pp = array<i64: 1>} micro_batches 1 {
+  }
+}

@@ -168,3 +168,60 @@ parc.model @planned class "M" {
     parc.shard_param @proj::@weight to %s {padded_dim0 = 8 : i64} : !shard.sharding
   }
 }
+
+// -----
+// A lowered schedule: a program per rank kind, its steps on shard collectives.
+
+// CHECK-LABEL: parc.model @scheduled class "M"
+parc.model @scheduled class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  // CHECK: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 1 {
+  parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 1 {
+    // CHECK-NEXT: %[[W:.*]] = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    // CHECK-NEXT: %[[G:.*]] = shard.all_gather %[[W]] on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    // CHECK-NEXT: parc.forward_step "" part "head" micro_batch 0
+    parc.forward_step "" part "head" micro_batch 0
+    // CHECK-NEXT: parc.forward_step "layers.0" micro_batch 0 chunk 1
+    parc.forward_step "layers.0" micro_batch 0 chunk 1
+    // CHECK-NEXT: %[[S:.*]] = parc.save "layers.0" micro_batch 0 chunk 1 : tensor<64xi8>
+    %s = parc.save "layers.0" micro_batch 0 chunk 1 : tensor<64xi8>
+    // CHECK-NEXT: parc.free %[[G]] : tensor<16xbf16>
+    parc.free %g : tensor<16xbf16>
+    // CHECK-NEXT: %[[X:.*]] = parc.buffer activation "layers.0" micro_batch 0 : tensor<32xbf16>
+    %x = parc.buffer activation "layers.0" micro_batch 0 : tensor<32xbf16>
+    // CHECK-NEXT: shard.send %[[X]] on @pp grid_axes = [0] destination = [1] : (tensor<32xbf16>) -> tensor<32xbf16>
+    %sent = shard.send %x on @pp grid_axes = [0] destination = [1] : (tensor<32xbf16>) -> tensor<32xbf16>
+    %dx = parc.buffer activation_grad "layers.0" micro_batch 0 : tensor<32xbf16>
+    // CHECK: shard.recv %{{.*}} on @pp grid_axes = [0] source = [1] : (tensor<32xbf16>) -> tensor<32xbf16>
+    %got = shard.recv %dx on @pp grid_axes = [0] source = [1] : (tensor<32xbf16>) -> tensor<32xbf16>
+    %g2 = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    // CHECK: parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat "full" bytes 128
+    parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat "full" bytes 128
+    // CHECK-NEXT: parc.backward_step "layers.0" micro_batch 0 chunk 1
+    parc.backward_step "layers.0" micro_batch 0 chunk 1
+    // CHECK-NEXT: parc.free %[[S]] : tensor<64xi8>
+    parc.free %s : tensor<64xi8>
+    // CHECK-NEXT: parc.buffer gradient "layers.0" micro_batch 0 : tensor<16xf32>
+    %d = parc.buffer gradient "layers.0" micro_batch 0 : tensor<16xf32>
+    // CHECK-NEXT: shard.reduce_scatter %{{.*}} on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+    %r = shard.reduce_scatter %d on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+    parc.free %g2 : tensor<16xbf16>
+    parc.backward_step "" part "head" micro_batch 0
+    // CHECK: shard.all_reduce %{{.*}} on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<8xf32> -> tensor<8xf32>
+    %t = shard.all_reduce %r on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<8xf32> -> tensor<8xf32>
+    // CHECK-NEXT: parc.optimizer_step params 8
+    parc.optimizer_step params 8
+  }
+  // CHECK: parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 1 {
+  parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 1 {
+    parc.optimizer_step params 0
+  }
+}

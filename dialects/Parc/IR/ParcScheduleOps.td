@@ -1,0 +1,169 @@
+//===- ParcScheduleOps.td - per-rank-kind programs ---------*- tablegen -*-===//
+//
+// --lower-to-schedule writes one parc.program per kind of rank: the straight
+// line of steps one training step runs there. Communication is upstream
+// shard collectives on the model's grids, over flat buffers that parc.buffer
+// names; everything shard has no word for (compute steps, saved activations,
+// frees, the optimizer) is a parc op here. docs/schedule.md lists the
+// vocabulary and how each step is derived.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_DIALECT_PARC_IR_PARCSCHEDULEOPS_TD
+#define PARC_DIALECT_PARC_IR_PARCSCHEDULEOPS_TD
+
+/// What a flat buffer handed to a collective holds.
+def Parc_BufferKind : I32EnumAttr<"BufferKind", "contents of a flat buffer", [
+  I32EnumAttrCase<"ParamShard", 0, "param_shard">,
+  I32EnumAttrCase<"Gradient", 1, "gradient">,
+  I32EnumAttrCase<"Activation", 2, "activation">,
+  I32EnumAttrCase<"ActivationGrad", 3, "activation_grad">
+]> {
+  let cppNamespace = "::mlir::parc";
+}
+
+def Parc_ProgramOp : Parc_Op<"program", [
+    Symbol, HasParent<"ModelOp">, SingleBlock, NoTerminator,
+    NoRegionArguments]> {
+  let summary = "The straight-line step of one kind of rank";
+  let description = [{
+    The ordered steps of one training step (every micro-batch, then the
+    optimizer) that all ranks of one kind run. `covers` says which grid
+    coordinates run it: each entry maps a `shard.grid` of the model to the
+    indices along its axis (a grid not listed: every index); `ranks` is how
+    many ranks that is. `micro_batches` bounds every step's `micro_batch`.
+
+    The region verifier checks the program as a whole: every `parc.save`
+    is freed exactly once and nothing is freed twice, a layer's backward
+    follows its forward (and a recompute lies between them), every step
+    names a discovered layer of the model or the root's `head` / `tail`.
+
+    ```mlir
+    parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 4 {
+      %w = parc.buffer param_shard "model.layers.0" : tensor<324xbf16>
+      %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0
+          : tensor<324xbf16> -> tensor<648xbf16>
+      parc.forward_step "model.layers.0" micro_batch 0
+      %a = parc.save "model.layers.0" micro_batch 0 : tensor<8192xi8>
+      parc.free %g : tensor<648xbf16>
+      ...
+      parc.optimizer_step params 1024
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$ranks,
+                       DictionaryAttr:$covers, I64Attr:$micro_batches);
+  let regions = (region SizedRegion<1>:$bodyRegion);
+  let assemblyFormat = [{
+    $sym_name `ranks` $ranks `covers` $covers `micro_batches` $micro_batches
+    attr-dict-with-keyword $bodyRegion
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+class Parc_StepOp<string mnemonic, list<Trait> traits = []>
+    : Parc_Op<mnemonic, !listconcat(traits, [HasParent<"ProgramOp">])>;
+
+def Parc_BufferOp : Parc_StepOp<"buffer"> {
+  let summary = "A flat buffer a collective reads";
+  let description = [{
+    Names the bytes a following collective communicates: an FSDP unit's
+    shard in the compute dtype (`param_shard`), its unsharded gradient in
+    the reduce dtype (`gradient`), an activation or an activation gradient
+    of a layer's micro-batch (`activation`, `activation_grad`: pipeline
+    sends and receives, TP collectives). `of` is the unit's, layer's or
+    parameter's dotted path ("" for the root). The type is 1-D and static:
+    its size times its element size is the byte count.
+  }];
+  let arguments = (ins Parc_BufferKind:$kind, StrAttr:$of,
+                       OptionalAttr<I64Attr>:$micro_batch);
+  let results = (outs 1DTensorOf<[AnyType]>:$result);
+  let assemblyFormat = [{
+    $kind $of (`micro_batch` $micro_batch^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+class Parc_ComputeStepOp<string mnemonic, string what>
+    : Parc_StepOp<mnemonic> {
+  let summary = what # " of a layer, or of the root's head or tail ops";
+  let description = [{
+    Runs the }] # what # [{ of the layer at dotted path `module` for one
+    micro-batch (on local model chunk `chunk` under interleaved 1F1B), or,
+    with `module = ""` and `part`, of the root's own ops: `head` (before the
+    first layer: embeddings) or `tail` (after the last: final norm, lm_head,
+    loss). TP collectives the step issues follow it in the program.
+  }];
+  let arguments = (ins StrAttr:$module, OptionalAttr<StrAttr>:$part,
+                       I64Attr:$micro_batch,
+                       DefaultValuedAttr<I64Attr, "0">:$chunk);
+  let assemblyFormat = [{
+    $module (`part` $part^)? `micro_batch` $micro_batch (`chunk` $chunk^)?
+    attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Parc_ForwardStepOp : Parc_ComputeStepOp<"forward_step", "The forward">;
+def Parc_BackwardStepOp : Parc_ComputeStepOp<"backward_step", "The backward">;
+
+def Parc_RecomputeStepOp : Parc_StepOp<"recompute_step"> {
+  let summary = "Rebuild a layer's activations before its backward";
+  let description = [{
+    Reruns the forward of a layer under its remat decision (`full`: the
+    whole layer from its saved input; `selective`: the ops marked
+    `parc.recompute`), producing `bytes` of activations its backward then
+    consumes.
+  }];
+  let arguments = (ins StrAttr:$module, I64Attr:$micro_batch,
+                       DefaultValuedAttr<I64Attr, "0">:$chunk, StrAttr:$remat,
+                       I64Attr:$bytes);
+  let assemblyFormat = [{
+    $module `micro_batch` $micro_batch (`chunk` $chunk^)? `remat` $remat
+    `bytes` $bytes attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Parc_SaveOp : Parc_StepOp<"save"> {
+  let summary = "The activations a forward keeps for its backward";
+  let description = [{
+    What the preceding forward of `module` for `micro_batch` keeps alive
+    until its backward (under its remat decision), as a flat byte buffer:
+    the result's size is the byte count. It is released by `parc.free`.
+  }];
+  let arguments = (ins StrAttr:$module, OptionalAttr<StrAttr>:$part,
+                       I64Attr:$micro_batch,
+                       DefaultValuedAttr<I64Attr, "0">:$chunk);
+  let results = (outs 1DTensorOf<[I8]>:$result);
+  let assemblyFormat = [{
+    $module (`part` $part^)? `micro_batch` $micro_batch (`chunk` $chunk^)?
+    attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Parc_FreeOp : Parc_StepOp<"free"> {
+  let summary = "Release a gathered unit or saved activations";
+  let description = [{
+    Frees the result of a `shard.all_gather` (an unsharded FSDP unit) or of
+    a `parc.save` (a layer's saved activations) of the same program.
+  }];
+  let arguments = (ins AnyRankedTensor:$buffer);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
+def Parc_OptimizerStepOp : Parc_StepOp<"optimizer_step"> {
+  let summary = "AdamW over this rank's trainable shards";
+  let description = [{
+    Updates the `params` elements of trainable parameter shards this rank
+    holds (master weights and both moments), after every gradient of the
+    step has been reduced.
+  }];
+  let arguments = (ins I64Attr:$params);
+  let assemblyFormat = "`params` $params attr-dict";
+  let hasVerifier = 1;
+}
+
+#endif // PARC_DIALECT_PARC_IR_PARCSCHEDULEOPS_TD
