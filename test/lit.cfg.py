@@ -22,4 +22,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.parc_tools_dir, config.llvm_tools_dir]
 tools = ["parc-opt", "parc-plan", "parc-translate"]
+# parc-run is built only where LibTorch is found; its tests say REQUIRES: parc-run.
+if os.path.exists(os.path.join(config.parc_tools_dir, "parc-run")):
+    tools.append("parc-run")
+    config.available_features.add("parc-run")
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "parc/Export/PlanExport.h"
+#include "parc/Export/ForwardExport.h"
+#include "parc/Export/ScheduleExport.h"
 
 #include "PlanFormat.h"
 #include "parc/Analysis/LayerStacks.h"
@@ -190,10 +192,16 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
         fits && fits.getValue());
   }
 
+  auto forwards = exportForwards(model, fbb);
+  if (failed(forwards))
+    return failure();
+  auto programs = exportPrograms(model, fbb);
+  if (failed(programs))
+    return failure();
   auto plan = schema::CreatePlanDirect(
       fbb, ::parc::plan::kFormatVersion, model.getSymName().str().c_str(),
       model.getClassName().str().c_str(), &modules, &stacks, &params, &ties,
-      &grids, &units, prediction);
+      &grids, &units, prediction, &*forwards, &*programs);
   schema::FinishPlanBuffer(fbb, plan);
   os.write(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
            fbb.GetSize());
@@ -379,7 +387,8 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
     model->setAttr("parc.predicted_micro_batch",
                    b.getI64IntegerAttr(prediction->micro_batch_size()));
   }
-  if (failed(verify(*top)))
+  if (failed(importForwards(*plan, byPath, fileLoc)) ||
+      failed(importPrograms(*plan, model, fileLoc)) || failed(verify(*top)))
     return nullptr;
   return top;
 }

@@ -1,0 +1,81 @@
+//===- Collectives.h - the runtime's one seam to c10d -----------*- C++ -*-===//
+//
+// Everything parc-run asks of a process group, in the shapes FSDP needs. The
+// c10d headers stay in Collectives.cpp, so the differences between LibTorch
+// 1.13 (Gloo only, no reduce_scatter) and 2.x (NCCL) live in one file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_RUNTIME_COLLECTIVES_H
+#define PARC_RUNTIME_COLLECTIVES_H
+
+#include <ATen/Tensor.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace parc::runtime {
+
+/// Where this rank sits and how to reach the others (torchrun's variables).
+struct WorldConfig {
+  int rank = 0;
+  int size = 1;
+  int localRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 29500;
+  /// Bound on every collective: a dead or hung peer ends the run after this.
+  std::chrono::milliseconds timeout{60000};
+  /// "gloo" or "nccl".
+  std::string backend = "gloo";
+};
+
+/// A collective that failed because a peer died, hung or left: the worker
+/// exits with kPeerFailureExit so that a launcher looks for the rank at fault.
+class CollectiveError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+constexpr int kPeerFailureExit = 3;
+
+class Collectives {
+public:
+  virtual ~Collectives() = default;
+  int rank() const { return world.rank; }
+  int size() const { return world.size; }
+
+  /// Writes every rank's `shard` into `full` in rank order along dim 0;
+  /// `full` is contiguous with size() times the rows of `shard`.
+  virtual void allGather(const at::Tensor &shard, at::Tensor &full) = 0;
+  /// Sums `full` (contiguous, dim 0 divisible by size()) over the ranks and
+  /// returns this rank's dim-0 slice of the sum.
+  virtual at::Tensor reduceScatterSum(const at::Tensor &full) = 0;
+  virtual void allReduceSum(at::Tensor &tensor) = 0;
+  virtual void barrier() = 0;
+
+  /// Called before each collective with its sequence number, so a launcher
+  /// can tell the rank that stopped from the ranks waiting for it.
+  std::function<void(uint64_t)> onCollective;
+
+protected:
+  explicit Collectives(WorldConfig world) : world(std::move(world)) {}
+  void entering() {
+    ++sequence;
+    if (onCollective)
+      onCollective(sequence);
+  }
+  WorldConfig world;
+  uint64_t sequence = 0;
+};
+
+/// Connects this rank to the others (TCPStore on masterAddr:masterPort, then
+/// a process group); world size 1 needs neither. On failure returns null and
+/// says why, naming the rank and address.
+std::unique_ptr<Collectives> connectWorld(const WorldConfig &world,
+                                          std::string &error);
+
+} // namespace parc::runtime
+
+#endif // PARC_RUNTIME_COLLECTIVES_H

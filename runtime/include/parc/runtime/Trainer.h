@@ -1,0 +1,58 @@
+//===- Trainer.h - the training loop of parc-run ----------------*- C++ -*-===//
+//
+// One rank's training: data, forward and backward through the Executor,
+// gradient clipping by global norm, AdamW on the sharded fp32 masters,
+// per-step reports, checkpoints; and the CPU allocator that measures the
+// memory the plan predicted.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PARC_RUNTIME_TRAINER_H
+#define PARC_RUNTIME_TRAINER_H
+
+#include "parc/runtime/Executor.h"
+#include "parc/runtime/PlanFile.h"
+
+#include <cstdint>
+#include <string>
+
+namespace parc::runtime {
+
+struct TrainOptions {
+  int64_t steps = 5;
+  uint64_t seed = 1234;
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weightDecay = 0.01;
+  /// Clip gradients to this global norm; 0 disables clipping.
+  double clip = 1.0;
+  /// 0: take the plan's prediction (sequence, micro-batch), or
+  /// micro-batch x data-parallel ranks for the global batch.
+  int64_t seqLen = 0, microBatch = 0, globalBatch = 0;
+  std::string dataPath;
+  int dataBits = 16;
+  std::string logPath;
+  std::string saveDir;
+  int64_t saveEvery = 0;
+  std::string resumeDir;
+  /// Fault injection for tests: on `faultRank` at `faultStep`, after the
+  /// first forward: "kill" (SIGKILL itself), "hang" (stop making progress)
+  /// or "exit" (exit 7).
+  int faultRank = -1;
+  int64_t faultStep = -1;
+  std::string faultKind;
+  bool quiet = false;
+};
+
+/// Installs the tracking CPU allocator; call before any tensor exists.
+void installTrackingAllocator();
+int64_t liveBytes();
+int64_t peakBytes();
+void resetPeakBytes();
+
+/// Trains this rank for `options.steps` steps; throws on errors, with
+/// messages that name the file, key or rank.
+void train(const PlanFile &plan, Executor &exec, const TrainOptions &options);
+
+} // namespace parc::runtime
+
+#endif // PARC_RUNTIME_TRAINER_H

@@ -1,0 +1,493 @@
+//===- Trainer.cpp - the training loop of parc-run ------------------------===//
+//
+// The step, in the order a trainer runs it: for each micro-batch, forward
+// (gathers and frees follow the plan's units) and backward (reduce-scatters
+// into the shards); then the global gradient norm over the shards, clipping,
+// AdamW on the fp32 masters, and the report. Checkpoints hold each rank's
+// shards and optimizer state (a tie group once) with a manifest of checksums.
+//
+//===----------------------------------------------------------------------===//
+
+#include "parc/runtime/Trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace parc;
+using namespace parc::runtime;
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::atomic<int64_t> gLive{0};
+std::atomic<int64_t> gPeak{0};
+
+/// Counts the bytes of every live CPU tensor allocation (autograd's saved
+/// tensors included); the size sits in a 64-byte header so that the data
+/// keeps c10's alignment.
+class TrackingAllocator final : public c10::Allocator {
+public:
+  static constexpr size_t kHeader = 64;
+  c10::DataPtr allocate(size_t n) const override {
+    void *base = c10::alloc_cpu(n + kHeader);
+    *static_cast<size_t *>(base) = n;
+    int64_t live = gLive.fetch_add(n) + n;
+    int64_t peak = gPeak.load();
+    while (live > peak && !gPeak.compare_exchange_weak(peak, live)) {
+    }
+    return {static_cast<char *>(base) + kHeader, base, &release,
+            c10::Device(c10::DeviceType::CPU)};
+  }
+  static void release(void *base) {
+    gLive.fetch_sub(*static_cast<size_t *>(base));
+    c10::free_cpu(base);
+  }
+};
+
+} // namespace
+
+void parc::runtime::installTrackingAllocator() {
+  static TrackingAllocator allocator;
+  c10::SetCPUAllocator(&allocator, /*priority=*/100);
+}
+int64_t parc::runtime::liveBytes() { return gLive.load(); }
+int64_t parc::runtime::peakBytes() { return gPeak.load(); }
+void parc::runtime::resetPeakBytes() { gPeak.store(gLive.load()); }
+
+//===----------------------------------------------------------------------===//
+// Data
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Token sequences indexed by their global sample number, so every world
+/// size sees the same samples: a seeded synthetic stream, or windows of a
+/// nanoGPT-style file of uint16/uint32 token ids.
+class TokenSource {
+public:
+  TokenSource(const TrainOptions &options, int64_t vocab, int64_t seq)
+      : seed(options.seed), vocab(vocab), seq(seq), path(options.dataPath) {
+    if (path.empty())
+      return;
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      throw std::runtime_error(path + ": cannot open token file");
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                            std::istreambuf_iterator<char>());
+    size_t width = options.dataBits / 8;
+    if (bytes.size() % width)
+      throw std::runtime_error(path + ": " + std::to_string(bytes.size()) +
+                               " bytes is not a whole number of uint" +
+                               std::to_string(options.dataBits) + " tokens");
+    size_t count = bytes.size() / width;
+    tokens.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      uint32_t v = 0;
+      if (width == 2) {
+        uint16_t h;
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        v = h;
+      } else {
+        std::memcpy(&v, bytes.data() + 4 * i, 4);
+      }
+      if (v >= vocab)
+        throw std::runtime_error(path + ": token " + std::to_string(i) +
+                                 " is " + std::to_string(v) +
+                                 ", outside the model's vocabulary of " +
+                                 std::to_string(vocab));
+      tokens[i] = v;
+    }
+    if (static_cast<int64_t>(count) < seq + 2)
+      throw std::runtime_error(path + ": " + std::to_string(count) +
+                               " tokens, fewer than one sequence of " +
+                               std::to_string(seq + 1));
+  }
+
+  /// Samples [first, first + count) as (ids, labels), each [count, seq].
+  std::pair<at::Tensor, at::Tensor> batch(int64_t first, int64_t count) {
+    at::Tensor rows = at::empty({count, seq + 1}, at::kLong);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t sample = first + i;
+      if (tokens.empty()) {
+        at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(
+            fnv1a(&sample, sizeof sample, seed));
+        rows[i].copy_(at::randint(vocab, {seq + 1}, gen, at::kLong));
+      } else {
+        int64_t span = static_cast<int64_t>(tokens.size()) - seq - 1;
+        int64_t offset = (sample * seq) % span;
+        auto *row = rows[i].data_ptr<int64_t>();
+        for (int64_t t = 0; t <= seq; ++t)
+          row[t] = tokens[offset + t];
+      }
+    }
+    return {rows.narrow(1, 0, seq).contiguous(),
+            rows.narrow(1, 1, seq).contiguous()};
+  }
+
+private:
+  uint64_t seed;
+  int64_t vocab, seq;
+  std::string path;
+  std::vector<uint32_t> tokens;
+};
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+constexpr char kShardMagic[8] = {'P', 'A', 'R', 'C', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kCheckpointVersion = 1;
+
+std::string hex(uint64_t v) {
+  std::ostringstream os;
+  os << std::hex << std::setw(16) << std::setfill('0') << v;
+  return os.str();
+}
+
+std::string shardName(int rank) {
+  return "rank-" + std::to_string(rank) + ".bin";
+}
+
+std::vector<char> readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error(path + ": missing");
+  return std::vector<char>((std::istreambuf_iterator<char>(in)),
+                           std::istreambuf_iterator<char>());
+}
+
+/// Writes `bytes` to `path` through a temporary name and a rename, so a
+/// crash leaves the old file or the new one, never half of one.
+void writeAtomically(const std::string &path, const std::string &bytes) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), bytes.size());
+    out.flush();
+    if (!out)
+      throw std::runtime_error(tmp + ": cannot write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(path + ": cannot rename " + tmp + " to it: " +
+                             std::strerror(errno));
+}
+
+template <typename T> void put(std::string &out, const T &v) {
+  out.append(reinterpret_cast<const char *>(&v), sizeof v);
+}
+
+void saveCheckpoint(const std::string &dir, const PlanFile &plan,
+                    Executor &exec, int64_t step) {
+  Collectives &comm = exec.collectives();
+  ::mkdir(dir.c_str(), 0755);
+  std::string bytes(kShardMagic, sizeof kShardMagic);
+  put(bytes, kCheckpointVersion);
+  put(bytes, static_cast<uint64_t>(step));
+  put(bytes, static_cast<uint32_t>(exec.slots().size()));
+  for (ParamSlot &slot : exec.slots()) {
+    put(bytes, static_cast<uint32_t>(slot.path.size()));
+    bytes += slot.path;
+    put(bytes, static_cast<uint64_t>(slot.master.numel()));
+    for (const at::Tensor &t : {slot.master, slot.expAvg, slot.expAvgSq}) {
+      at::Tensor c = t.detach().contiguous();
+      bytes.append(static_cast<const char *>(c.data_ptr()),
+                   c.numel() * sizeof(float));
+    }
+  }
+  std::string file = dir + "/" + shardName(comm.rank());
+  writeAtomically(file, bytes);
+  writeAtomically(file + ".sum", std::to_string(bytes.size()) + " " +
+                                     hex(fnv1a(bytes.data(), bytes.size())));
+  comm.barrier();
+  if (comm.rank() == 0) {
+    std::ostringstream manifest;
+    manifest << "{\"format\": " << kCheckpointVersion << ", \"plan\": \""
+             << hex(fnv1a(plan.data().data(), plan.data().size()))
+             << "\", \"world\": " << comm.size() << ", \"step\": " << step
+             << ", \"shards\": [";
+    for (int r = 0; r < comm.size(); ++r) {
+      std::string sumPath = dir + "/" + shardName(r) + ".sum";
+      std::vector<char> sum = readFile(sumPath);
+      std::istringstream in(std::string(sum.begin(), sum.end()));
+      std::string size, checksum;
+      in >> size >> checksum;
+      manifest << (r ? ", " : "") << "{\"rank\": " << r << ", \"file\": \""
+               << shardName(r) << "\", \"bytes\": " << size
+               << ", \"fnv1a\": \"" << checksum << "\"}";
+      std::remove(sumPath.c_str());
+    }
+    manifest << "]}\n";
+    writeAtomically(dir + "/manifest.json", manifest.str());
+  }
+  comm.barrier();
+}
+
+/// The value after `"key": ` at or after `from` in the manifest.
+std::string field(const std::string &text, const std::string &key,
+                  size_t from = 0) {
+  size_t at = text.find("\"" + key + "\": ", from);
+  if (at == std::string::npos)
+    return "";
+  at += key.size() + 4;
+  if (text[at] == '"')
+    return text.substr(at + 1, text.find('"', at + 1) - at - 1);
+  size_t end = text.find_first_of(",}]", at);
+  return text.substr(at, end - at);
+}
+
+/// Restores this rank's shards; returns the step the checkpoint was taken
+/// after. Refuses a checkpoint of another plan or world size, and a missing,
+/// truncated or altered shard.
+int64_t loadCheckpoint(const std::string &dir, const PlanFile &plan,
+                       Executor &exec) {
+  Collectives &comm = exec.collectives();
+  std::string manifestPath = dir + "/manifest.json";
+  std::vector<char> raw = readFile(manifestPath);
+  std::string manifest(raw.begin(), raw.end());
+  std::string planSum = hex(fnv1a(plan.data().data(), plan.data().size()));
+  if (field(manifest, "plan") != planSum)
+    throw std::runtime_error(manifestPath + ": checkpoint was written for "
+                             "another plan (checksum " +
+                             field(manifest, "plan") + ", " + plan.path() +
+                             " is " + planSum + ")");
+  if (field(manifest, "world") != std::to_string(comm.size()))
+    throw std::runtime_error(manifestPath + ": checkpoint has " +
+                             field(manifest, "world") +
+                             " ranks, this run has " +
+                             std::to_string(comm.size()));
+  int64_t step = std::stoll(field(manifest, "step"));
+  size_t entry = manifest.find("{\"rank\": " + std::to_string(comm.rank()) +
+                               ",");
+  if (entry == std::string::npos)
+    throw std::runtime_error(manifestPath + ": no shard for rank " +
+                             std::to_string(comm.rank()));
+  std::string file = dir + "/" + field(manifest, "file", entry);
+  std::vector<char> bytes = readFile(file);
+  if (std::to_string(bytes.size()) != field(manifest, "bytes", entry))
+    throw std::runtime_error(file + ": " + std::to_string(bytes.size()) +
+                             " bytes, the manifest says " +
+                             field(manifest, "bytes", entry) + " (truncated?)");
+  if (hex(fnv1a(bytes.data(), bytes.size())) !=
+      field(manifest, "fnv1a", entry))
+    throw std::runtime_error(file + ": checksum does not match the manifest "
+                             "(the shard was altered or belongs to another "
+                             "checkpoint)");
+  size_t at = sizeof kShardMagic + sizeof(uint32_t) + sizeof(uint64_t);
+  auto take = [&](void *out, size_t n) {
+    if (at + n > bytes.size())
+      throw std::runtime_error(file + ": truncated");
+    std::memcpy(out, bytes.data() + at, n);
+    at += n;
+  };
+  uint32_t count;
+  take(&count, sizeof count);
+  if (count != exec.slots().size())
+    throw std::runtime_error(file + ": holds " + std::to_string(count) +
+                             " parameters, the plan has " +
+                             std::to_string(exec.slots().size()));
+  at::NoGradGuard noGrad;
+  for (ParamSlot &slot : exec.slots()) {
+    uint32_t length;
+    take(&length, sizeof length);
+    std::string path(length, '\0');
+    take(path.data(), length);
+    uint64_t numel;
+    take(&numel, sizeof numel);
+    if (path != slot.path || numel != uint64_t(slot.master.numel()))
+      throw std::runtime_error(file + ": parameter '" + path + "' (" +
+                               std::to_string(numel) +
+                               " values) where the plan has '" + slot.path +
+                               "' (" + std::to_string(slot.master.numel()) +
+                               ")");
+    for (at::Tensor *t : {&slot.master, &slot.expAvg, &slot.expAvgSq})
+      take(t->data_ptr(), numel * sizeof(float));
+  }
+  return step;
+}
+
+//===----------------------------------------------------------------------===//
+// Reports
+//===----------------------------------------------------------------------===//
+
+void appendLine(const std::string &path, const std::string &line) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (fd < 0)
+    throw std::runtime_error(path + ": cannot open log: " +
+                             std::strerror(errno));
+  // One write per line: concurrent ranks' lines do not interleave.
+  ssize_t written = ::write(fd, line.data(), line.size());
+  ::close(fd);
+  if (written != static_cast<ssize_t>(line.size()))
+    throw std::runtime_error(path + ": cannot write log");
+}
+
+std::string mib(int64_t bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << bytes / 1048576.0 << " MiB";
+  return os.str();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The loop
+//===----------------------------------------------------------------------===//
+
+void parc::runtime::train(const PlanFile &planFile, Executor &exec,
+                          const TrainOptions &options) {
+  const plan::Plan &plan = planFile.plan();
+  Collectives &comm = exec.collectives();
+  const plan::Prediction *prediction = plan.prediction();
+  int64_t seq = options.seqLen
+                    ? options.seqLen
+                    : (prediction ? prediction->seq_len() : 0);
+  int64_t mbs = options.microBatch
+                    ? options.microBatch
+                    : (prediction ? prediction->micro_batch_size() : 0);
+  if (seq <= 0 || mbs <= 0)
+    throw std::runtime_error(planFile.path() +
+                             ": the plan records no sequence length or "
+                             "micro-batch; pass --seq and --mbs");
+  int64_t dp = comm.size();
+  int64_t gbs = options.globalBatch ? options.globalBatch : mbs * dp;
+  if (gbs % (mbs * dp))
+    throw std::runtime_error(
+        "--gbs " + std::to_string(gbs) + " is not a multiple of micro-batch " +
+        std::to_string(mbs) + " x " + std::to_string(dp) + " ranks");
+  int64_t accumulation = gbs / (mbs * dp);
+  int64_t predicted = prediction ? prediction->peak_bytes() : 0;
+
+  TokenSource data(options, exec.vocabSize(), seq);
+  int64_t firstStep = 0;
+  if (!options.resumeDir.empty())
+    firstStep = loadCheckpoint(options.resumeDir, planFile, exec);
+
+  std::vector<at::Tensor> trainable;
+  for (ParamSlot &slot : exec.slots())
+    if (!slot.frozen)
+      trainable.push_back(slot.master);
+
+  for (int64_t step = firstStep; step < options.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    resetPeakBytes();
+    if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
+      std::cerr << "rank " << comm.rank() << " step " << step + 1
+                << " start: live " << liveBytes() << std::endl;
+    double lossSum = 0;
+    for (int64_t micro = 0; micro < accumulation; ++micro) {
+      int64_t first = step * gbs + micro * mbs * dp + comm.rank() * mbs;
+      auto [ids, labels] = data.batch(first, mbs);
+      at::Tensor loss = exec.loss(ids, labels);
+      if (comm.rank() == options.faultRank && step + 1 == options.faultStep &&
+          micro == 0) {
+        std::cerr << "parc-run: rank " << comm.rank() << ": injected fault '"
+                  << options.faultKind << "' at step " << step + 1
+                  << std::endl;
+        if (options.faultKind == "kill")
+          std::raise(SIGKILL);
+        if (options.faultKind == "exit")
+          std::_Exit(7);
+        while (true)
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+      lossSum += loss.item<double>();
+      if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
+        std::cerr << "rank " << comm.rank() << " step " << step + 1
+                  << " after forward: live " << liveBytes() << " peak "
+                  << peakBytes() << std::endl;
+      (loss / double(accumulation)).backward();
+      if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
+        std::cerr << "rank " << comm.rank() << " step " << step + 1
+                  << " after backward: live " << liveBytes() << " peak "
+                  << peakBytes() << std::endl;
+    }
+
+    at::NoGradGuard noGrad;
+    // Global gradient norm over the shards: padding rows have zero
+    // gradients, and a tie group is one slot, so each value counts once.
+    at::Tensor sumSq = at::zeros({2}, at::kDouble);
+    for (at::Tensor &p : trainable)
+      if (p.grad().defined())
+        sumSq[0] += p.grad().to(at::kDouble).pow(2).sum();
+    sumSq[1] = lossSum / accumulation;
+    comm.allReduceSum(sumSq);
+    double gradNorm = std::sqrt(sumSq[0].item<double>());
+    double meanLoss = sumSq[1].item<double>() / dp;
+    double coef = options.clip > 0 ? options.clip / (gradNorm + 1e-6) : 1.0;
+
+    // AdamW (decoupled weight decay, bias-corrected moments), as
+    // torch.optim.AdamW, on the fp32 master shards.
+    int64_t t = step + 1;
+    double bias1 = 1 - std::pow(options.beta1, t);
+    double bias2 = 1 - std::pow(options.beta2, t);
+    for (ParamSlot &slot : exec.slots()) {
+      if (slot.frozen || !slot.master.grad().defined())
+        continue;
+      at::Tensor grad = slot.master.grad();
+      if (coef < 1.0)
+        grad.mul_(coef);
+      at::Tensor p = slot.master.detach();
+      p.mul_(1 - options.lr * options.weightDecay);
+      slot.expAvg.lerp_(grad, 1 - options.beta1);
+      slot.expAvgSq.mul_(options.beta2).addcmul_(grad, grad,
+                                                 1 - options.beta2);
+      at::Tensor denom =
+          (slot.expAvgSq.sqrt() / std::sqrt(bias2)).add_(options.eps);
+      p.addcdiv_(slot.expAvg, denom, -options.lr / bias1);
+      slot.master.mutable_grad() = at::Tensor();
+    }
+
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    double tokensPerS = gbs * seq / seconds;
+    int64_t measured = peakBytes();
+    double ratio = predicted ? double(measured) / predicted : 0.0;
+    if (comm.rank() == 0 && !options.quiet) {
+      std::cout << "step " << t << "/" << options.steps << "  loss "
+                << std::setprecision(7) << meanLoss << "  grad_norm "
+                << gradNorm << "  tokens/s " << std::setprecision(5)
+                << tokensPerS << "  peak " << mib(measured);
+      if (predicted)
+        std::cout << "  predicted " << mib(predicted) << "  ratio "
+                  << std::setprecision(3) << ratio;
+      std::cout << std::endl;
+    }
+    if (!options.logPath.empty()) {
+      std::ostringstream line;
+      line << std::setprecision(17) << "{\"step\": " << t
+           << ", \"rank\": " << comm.rank() << ", \"loss\": " << meanLoss
+           << ", \"grad_norm\": " << gradNorm
+           << ", \"tokens_per_s\": " << tokensPerS
+           << ", \"measured_peak_bytes\": " << measured
+           << ", \"predicted_peak_bytes\": " << predicted
+           << ", \"peak_ratio\": " << ratio << "}\n";
+      appendLine(options.logPath, line.str());
+    }
+    bool last = t == options.steps;
+    if (!options.saveDir.empty() &&
+        ((options.saveEvery > 0 && t % options.saveEvery == 0) || last))
+      saveCheckpoint(options.saveDir, planFile, exec, t);
+  }
+}

@@ -1,0 +1,492 @@
+//===- parc-run.cpp - run a plan.bin: launcher and worker -----------------===//
+//
+// parc-run [--nproc N] [--steps K] [--log FILE] [--data FILE] [--save DIR]
+//          [--resume DIR] plan.bin
+//
+// With --nproc N it is a launcher: it checks the plan, starts N workers (this
+// same binary, with torchrun's RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR /
+// MASTER_PORT), watches them, and when one dies or hangs stops the others and
+// names it. Without --nproc it is one worker, its rank taken from the
+// environment (world size 1 when there is none).
+//
+//===----------------------------------------------------------------------===//
+
+#include "parc/runtime/Collectives.h"
+#include "parc/runtime/Executor.h"
+#include "parc/runtime/PlanFile.h"
+#include "parc/runtime/Trainer.h"
+
+#include <c10/util/Exception.h>
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <iostream>
+#include <map>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sstream>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace parc;
+using namespace parc::runtime;
+
+namespace {
+
+constexpr const char *kUsage =
+    "usage: parc-run [options] plan.bin\n"
+    "\n"
+    "Trains the planned model on LibTorch + c10d (Gloo on CPU).\n"
+    "\n"
+    "  --nproc N          spawn N local workers on 127.0.0.1 (the plan's world)\n"
+    "  --steps K          training steps (default 5)\n"
+    "  --log FILE         JSON lines: one object per rank per step\n"
+    "  --data FILE        token ids (nanoGPT .bin); default: seeded synthetic\n"
+    "  --data-dtype T     uint16 (default) or uint32\n"
+    "  --seq N --mbs N    override the plan's sequence length / micro-batch\n"
+    "  --gbs N            global batch (default micro-batch x ranks)\n"
+    "  --lr X --weight-decay X --clip X --seed N\n"
+    "  --save DIR         write a checkpoint at the end (and every K steps)\n"
+    "  --save-every K\n"
+    "  --resume DIR       continue from a checkpoint\n"
+    "  --timeout S        bound on every collective and on a silent worker\n"
+    "                     (default 300)\n"
+    "  --backend B        gloo (default) or nccl\n"
+    "  --master-port P    launcher's TCPStore port (default: a free one)\n"
+    "  --describe         print the plan (parameters, units, forwards) and exit\n"
+    "  --fault R:S:KIND   testing: rank R at step S does KIND (kill, hang, exit)\n"
+    "  --quiet            no per-step lines\n";
+
+[[noreturn]] void fail(const std::string &message, int code = 1) {
+  std::cerr << "parc-run: error: " << message << std::endl;
+  std::exit(code);
+}
+
+struct Args {
+  TrainOptions train;
+  std::string planPath;
+  int nproc = 0;
+  bool describe = false;
+  int timeoutS = 300;
+  std::string backend = "gloo";
+  int masterPort = 0;
+  /// The worker's command line: everything but --nproc and its value.
+  std::vector<std::string> workerArgs;
+};
+
+int64_t toInt(const std::string &flag, const std::string &value) {
+  char *end = nullptr;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end || v < 0)
+    fail(flag + " takes a non-negative integer, not '" + value + "'");
+  return v;
+}
+
+double toDouble(const std::string &flag, const std::string &value) {
+  char *end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end)
+    fail(flag + " takes a number, not '" + value + "'");
+  return v;
+}
+
+Args parseArgs(int argc, char **argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    int first = i;
+    std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        fail(flag + " needs a value");
+      return argv[++i];
+    };
+    bool keep = true;
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (flag == "--nproc") {
+      args.nproc = toInt(flag, value());
+      if (args.nproc < 1)
+        fail("--nproc must be at least 1");
+      keep = false;
+    } else if (flag == "--master-port") {
+      args.masterPort = toInt(flag, value());
+      keep = false;
+    } else if (flag == "--steps")
+      args.train.steps = toInt(flag, value());
+    else if (flag == "--log")
+      args.train.logPath = value();
+    else if (flag == "--data")
+      args.train.dataPath = value();
+    else if (flag == "--data-dtype") {
+      std::string v = value();
+      if (v != "uint16" && v != "uint32")
+        fail("--data-dtype is uint16 or uint32, not '" + v + "'");
+      args.train.dataBits = v == "uint16" ? 16 : 32;
+    } else if (flag == "--seq")
+      args.train.seqLen = toInt(flag, value());
+    else if (flag == "--mbs")
+      args.train.microBatch = toInt(flag, value());
+    else if (flag == "--gbs")
+      args.train.globalBatch = toInt(flag, value());
+    else if (flag == "--lr")
+      args.train.lr = toDouble(flag, value());
+    else if (flag == "--weight-decay")
+      args.train.weightDecay = toDouble(flag, value());
+    else if (flag == "--clip")
+      args.train.clip = toDouble(flag, value());
+    else if (flag == "--seed")
+      args.train.seed = toInt(flag, value());
+    else if (flag == "--save")
+      args.train.saveDir = value();
+    else if (flag == "--save-every")
+      args.train.saveEvery = toInt(flag, value());
+    else if (flag == "--resume")
+      args.train.resumeDir = value();
+    else if (flag == "--timeout") {
+      args.timeoutS = toInt(flag, value());
+      if (args.timeoutS < 1)
+        fail("--timeout must be at least 1 second");
+    } else if (flag == "--backend") {
+      args.backend = value();
+      if (args.backend != "gloo" && args.backend != "nccl")
+        fail("--backend is gloo or nccl, not '" + args.backend + "'");
+    } else if (flag == "--describe")
+      args.describe = true;
+    else if (flag == "--quiet")
+      args.train.quiet = true;
+    else if (flag == "--fault") {
+      std::string v = value();
+      std::istringstream in(v);
+      std::string rank, step, kind;
+      if (!std::getline(in, rank, ':') || !std::getline(in, step, ':') ||
+          !std::getline(in, kind) ||
+          (kind != "kill" && kind != "hang" && kind != "exit"))
+        fail("--fault takes RANK:STEP:kill|hang|exit, not '" + v + "'");
+      args.train.faultRank = toInt(flag, rank);
+      args.train.faultStep = toInt(flag, step);
+      args.train.faultKind = kind;
+    } else if (!flag.empty() && flag[0] == '-')
+      fail("unknown option '" + flag + "' (see --help)");
+    else if (!args.planPath.empty())
+      fail("more than one plan given ('" + args.planPath + "' and '" + flag +
+           "')");
+    else
+      args.planPath = flag;
+    if (keep)
+      for (int j = first; j <= i; ++j)
+        args.workerArgs.push_back(argv[j]);
+  }
+  if (args.planPath.empty())
+    fail("no plan.bin given (see --help)");
+  return args;
+}
+
+/// The world size a plan was made for: the FSDP grid's size (1 without one).
+/// Grids other than FSDP's need the TP / PP executor, not built yet.
+int planWorld(const PlanFile &file) {
+  const plan::Plan &plan = file.plan();
+  int world = 1;
+  if (plan.grids())
+    for (const plan::Grid *grid : *plan.grids()) {
+      std::string name = grid->name()->str();
+      int64_t size = 1;
+      if (grid->shape())
+        for (int64_t d : *grid->shape())
+          size *= d;
+      if (name != "fsdp" && size > 1)
+        fail(file.path() + ": grid '" + name + "' of size " +
+             std::to_string(size) +
+             ": this parc-run executes FSDP plans; tensor and pipeline "
+             "parallel plans are not supported yet");
+      if (name == "fsdp")
+        world = size;
+    }
+  return world;
+}
+
+int envInt(const char *name, int fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return fallback;
+  char *end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  if (*end || n < 0)
+    fail(std::string("environment variable ") + name + "='" + v +
+         "' is not a non-negative integer");
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Worker
+//===----------------------------------------------------------------------===//
+
+int runWorker(const Args &args, const PlanFile &file) {
+  WorldConfig world;
+  world.rank = envInt("RANK", 0);
+  world.size = envInt("WORLD_SIZE", 1);
+  world.localRank = envInt("LOCAL_RANK", world.rank);
+  if (const char *addr = std::getenv("MASTER_ADDR"))
+    world.masterAddr = addr;
+  world.masterPort = envInt("MASTER_PORT", 29500);
+  world.timeout = std::chrono::milliseconds(args.timeoutS * 1000LL);
+  world.backend = args.backend;
+  int expected = planWorld(file);
+  if (world.size != expected)
+    fail(file.path() + ": the plan is for " + std::to_string(expected) +
+         " ranks, this run has WORLD_SIZE " + std::to_string(world.size) +
+         (expected > 1 ? " (run it with --nproc " + std::to_string(expected) +
+                             ")"
+                       : ""));
+  if (world.rank >= world.size)
+    fail("RANK " + std::to_string(world.rank) + " is not below WORLD_SIZE " +
+         std::to_string(world.size));
+  std::string prefix = "rank " + std::to_string(world.rank) + ": ";
+
+  std::string error;
+  auto comm = connectWorld(world, error);
+  if (!comm)
+    fail(error);
+  int heartbeat = envInt("PARC_HEARTBEAT_FD", -1);
+  if (heartbeat >= 0)
+    comm->onCollective = [heartbeat](uint64_t seq) {
+      std::string line = std::to_string(seq) + "\n";
+      ssize_t ignored = ::write(heartbeat, line.data(), line.size());
+      (void)ignored;
+    };
+  auto exec = Executor::create(file.plan(), *comm, error);
+  if (!exec)
+    fail(file.path() + ": " + error);
+  if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
+    exec->memoryProbe = liveBytes;
+  try {
+    exec->materialise(args.train.seed);
+    train(file, *exec, args.train);
+  } catch (const CollectiveError &e) {
+    std::cerr << "parc-run: error: " << prefix << e.what() << std::endl;
+    return kPeerFailureExit;
+  } catch (const c10::Error &e) {
+    std::cerr << "parc-run: error: " << prefix << e.what_without_backtrace()
+              << std::endl;
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "parc-run: error: " << prefix << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Launcher
+//===----------------------------------------------------------------------===//
+
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&addr), len) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) != 0)
+    fail("cannot find a free port on 127.0.0.1 for the TCPStore; pass "
+         "--master-port");
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+struct Worker {
+  pid_t pid = -1;
+  int heartbeat = -1;
+  uint64_t sequence = 0;
+  std::string partial;
+  bool exited = false;
+  int status = 0;
+};
+
+std::string describeExit(int status) {
+  if (WIFSIGNALED(status))
+    return std::string("killed by signal ") +
+           std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+int runLauncher(const Args &args, const PlanFile &file, char *self) {
+  int expected = planWorld(file);
+  if (args.nproc != expected)
+    fail(file.path() + ": the plan is for " + std::to_string(expected) +
+         " ranks, --nproc is " + std::to_string(args.nproc));
+  if (!args.train.logPath.empty()) {
+    int fd = ::open(args.train.logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                    0644);
+    if (fd < 0)
+      fail(args.train.logPath + ": cannot create log: " +
+           std::strerror(errno));
+    ::close(fd);
+  }
+  int port = args.masterPort ? args.masterPort : freePort();
+  std::vector<Worker> workers(args.nproc);
+  std::vector<std::string> argvStrings{self};
+  argvStrings.insert(argvStrings.end(), args.workerArgs.begin(),
+                     args.workerArgs.end());
+  for (int rank = 0; rank < args.nproc; ++rank) {
+    int fds[2];
+    if (::pipe(fds) != 0)
+      fail("cannot create a pipe for rank " + std::to_string(rank));
+    pid_t pid = ::fork();
+    if (pid < 0)
+      fail("cannot start rank " + std::to_string(rank) + ": " +
+           std::strerror(errno));
+    if (pid == 0) {
+      ::close(fds[0]);
+      // A worker does not outlive its launcher.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::setenv("RANK", std::to_string(rank).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      ::setenv("PARC_HEARTBEAT_FD", std::to_string(fds[1]).c_str(), 1);
+      // Ranks share the host's cores; one compute thread each.
+      if (!std::getenv("OMP_NUM_THREADS"))
+        ::setenv("OMP_NUM_THREADS", "1", 1);
+      std::vector<char *> argvPtrs;
+      for (std::string &s : argvStrings)
+        argvPtrs.push_back(s.data());
+      argvPtrs.push_back(nullptr);
+      ::execv("/proc/self/exe", argvPtrs.data());
+      std::cerr << "parc-run: error: cannot exec a worker: "
+                << std::strerror(errno) << std::endl;
+      std::_Exit(127);
+    }
+    ::close(fds[1]);
+    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    workers[rank].pid = pid;
+    workers[rank].heartbeat = fds[0];
+  }
+
+  int culprit = -1;
+  std::string reason;
+  auto stopOthers = [&]() {
+    for (Worker &w : workers)
+      if (!w.exited)
+        ::kill(w.pid, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (Worker &w : workers) {
+      while (!w.exited) {
+        int status;
+        pid_t got = ::waitpid(w.pid, &status, WNOHANG);
+        if (got == w.pid) {
+          w.exited = true;
+          w.status = status;
+        } else if (std::chrono::steady_clock::now() > deadline) {
+          ::kill(w.pid, SIGKILL);
+          ::waitpid(w.pid, &status, 0);
+          w.exited = true;
+          w.status = status;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+    }
+  };
+
+  while (true) {
+    std::vector<pollfd> polls;
+    for (Worker &w : workers)
+      polls.push_back({w.heartbeat, POLLIN, 0});
+    ::poll(polls.data(), polls.size(), 100);
+    for (Worker &w : workers) {
+      char buffer[4096];
+      ssize_t n;
+      while ((n = ::read(w.heartbeat, buffer, sizeof buffer)) > 0) {
+        w.partial.append(buffer, n);
+        size_t newline;
+        while ((newline = w.partial.find('\n')) != std::string::npos) {
+          w.sequence = std::stoull(w.partial.substr(0, newline));
+          w.partial.erase(0, newline + 1);
+        }
+      }
+    }
+    bool allDone = true;
+    for (int rank = 0; rank < args.nproc; ++rank) {
+      Worker &w = workers[rank];
+      if (w.exited)
+        continue;
+      int status;
+      if (::waitpid(w.pid, &status, WNOHANG) == w.pid) {
+        w.exited = true;
+        w.status = status;
+        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ok && culprit < 0) {
+          if (WIFEXITED(status) && WEXITSTATUS(status) == kPeerFailureExit) {
+            // This rank saw a collective fail: the rank at fault is the one
+            // that reached the fewest collectives.
+            uint64_t least = UINT64_MAX;
+            for (int r = 0; r < args.nproc; ++r)
+              if (workers[r].sequence < least) {
+                least = workers[r].sequence;
+                culprit = r;
+              }
+            reason = "stopped making progress (it reached collective #" +
+                     std::to_string(least) + ", rank " +
+                     std::to_string(rank) + " timed out waiting in #" +
+                     std::to_string(w.sequence) + " after " +
+                     std::to_string(args.timeoutS) + " s)";
+          } else {
+            culprit = rank;
+            reason = describeExit(status);
+          }
+        }
+      }
+      allDone &= w.exited;
+    }
+    if (culprit >= 0) {
+      stopOthers();
+      break;
+    }
+    if (allDone)
+      break;
+  }
+  for (Worker &w : workers)
+    ::close(w.heartbeat);
+  if (culprit >= 0) {
+    std::cerr << "parc-run: error: rank " << culprit << " failed: " << reason
+              << "; stopped the other " << args.nproc - 1 << " rank(s)"
+              << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Args args = parseArgs(argc, argv);
+  std::string error;
+  // A truncated, corrupted or foreign plan is refused here, before any
+  // process or process group exists.
+  auto file = PlanFile::load(args.planPath, error);
+  if (!file)
+    fail(error);
+  if (args.describe) {
+    describePlan(file->plan(), std::cout);
+    return 0;
+  }
+  if (args.nproc > 0)
+    return runLauncher(args, *file, argv[0]);
+  installTrackingAllocator();
+  return runWorker(args, *file);
+}
