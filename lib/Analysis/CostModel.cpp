@@ -42,8 +42,6 @@ FlopCount &FlopCount::operator+=(const FlopCount &other) {
 
 namespace {
 
-int64_t bytesOf(Type type) { return (type.getIntOrFloatBitWidth() + 7) / 8; }
-
 /// Forward FLOPs per output element of the elementwise ops: ignorable next
 /// to the matmuls, but counted.
 constexpr double kAddFlops = 1, kMulFlops = 1, kRmsNormFlops = 4,

@@ -11,9 +11,9 @@ TpPlan mlir::parc::getTpPlan(ModelOp model) {
   TpPlan plan;
   if (auto size = model->getAttrOfType<IntegerAttr>(kTpSizeAttrName))
     plan.size = std::max<int64_t>(1, size.getInt());
-  if (auto sp = model->getAttrOfType<BoolAttr>("parc.tp_sequence_parallel"))
+  if (auto sp = model->getAttrOfType<BoolAttr>(kTpSequenceParallelAttrName))
     plan.sequenceParallel = sp.getValue();
-  if (auto lp = model->getAttrOfType<BoolAttr>("parc.tp_loss_parallel"))
+  if (auto lp = model->getAttrOfType<BoolAttr>(kTpLossParallelAttrName))
     plan.lossParallel = lp.getValue();
   return plan;
 }
@@ -26,7 +26,7 @@ SmallVector<int64_t> mlir::parc::getTpLocalShape(ParamOp param,
     return shape;
   StringRef kind = plan.getValue();
   if (kind == "vocab") {
-    if (auto padded = param->getAttrOfType<IntegerAttr>("parc.tp_padded_dim0"))
+    if (auto padded = param->getAttrOfType<IntegerAttr>(kTpPaddedDim0AttrName))
       shape[0] = padded.getInt();
     shape[0] /= tpSize;
   } else if (kind == "colwise") {

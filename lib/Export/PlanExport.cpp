@@ -13,6 +13,7 @@
 
 #include "PlanFormat.h"
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/Parallelism.h"
 
 #include "Parc/IR/ParcDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -88,6 +89,47 @@ std::vector<std::string> refsToPaths(ModelOp model, ArrayAttr refs) {
   return paths;
 }
 
+/// The rank layout: the grids named after the axes, outermost first; an axis
+/// without a grid has size 1 and is left out.
+fb::Offset<schema::Parallelism> exportParallelism(ModelOp model,
+                                                  fb::FlatBufferBuilder &fbb) {
+  std::vector<std::string> axes;
+  std::vector<int64_t> sizes;
+  int64_t world = 1;
+  for (StringRef axis : kRankAxesOutermostFirst) {
+    auto gridOp = dyn_cast_or_null<shard::GridOp>(
+        SymbolTable::lookupSymbolIn(model, axis));
+    if (!gridOp)
+      continue;
+    int64_t size = 1;
+    for (int64_t extent : gridOp.getShape())
+      size *= extent;
+    axes.push_back(axis.str());
+    sizes.push_back(size);
+    world *= size;
+  }
+  TpPlan tp = getTpPlan(model);
+  PpPlan pp = getPpPlan(model);
+  std::vector<fb::Offset<schema::PipelineStage>> stages;
+  if (auto schedules = model->getAttrOfType<ArrayAttr>(kPpScheduleAttrName))
+    for (auto stage : schedules.getAsRange<DictionaryAttr>()) {
+      std::vector<std::string> steps;
+      for (auto step :
+           stage.getAs<ArrayAttr>("steps").getAsValueRange<StringAttr>())
+        steps.push_back(step.str());
+      auto offsets = fbb.CreateVectorOfStrings(steps);
+      stages.push_back(schema::CreatePipelineStage(
+          fbb, stage.getAs<IntegerAttr>("stage").getInt(), offsets));
+    }
+  auto axisOffsets = fbb.CreateVectorOfStrings(axes);
+  auto sizeOffsets = fbb.CreateVector(sizes);
+  auto schedule = fbb.CreateString(pp.isPipelined() ? pp.schedule : "");
+  auto stageOffsets = fbb.CreateVector(stages);
+  return schema::CreateParallelism(
+      fbb, world, axisOffsets, sizeOffsets, tp.sequenceParallel,
+      tp.lossParallel, schedule, pp.chunks, pp.microbatches, stageOffsets);
+}
+
 } // namespace
 
 LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
@@ -96,11 +138,14 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
   model.walk<WalkOrder::PreOrder>([&](NNModuleOp module) {
     auto tag = getLayerTag(module);
     auto remat = module->getAttrOfType<StringAttr>("parc.remat");
+    auto stage = module->getAttrOfType<IntegerAttr>(kPpStageAttrName);
+    auto chunk = module->getAttrOfType<IntegerAttr>(kPpChunkAttrName);
     modules.push_back(schema::CreateModuleDirect(
         fbb, getDottedPath(module).c_str(), module.getClassName().str().c_str(),
         static_cast<schema::ModuleKind>(module.getKind()),
         tag ? tag->first.str().c_str() : nullptr, tag ? tag->second : -1,
-        remat ? remat.getValue().str().c_str() : nullptr));
+        remat ? remat.getValue().str().c_str() : nullptr,
+        stage ? stage.getInt() : 0, chunk ? chunk.getInt() : 0));
   });
 
   std::vector<fb::Offset<schema::Stack>> stacks;
@@ -109,6 +154,7 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
         fbb, stack.name.c_str(), stack.path.c_str(), stack.layers.size()));
 
   llvm::DenseMap<Operation *, std::string> init = initialisations(model);
+  PipelinePlacement placement(model);
   std::vector<fb::Offset<schema::Param>> params;
   bool failedDtype = false;
   model.walk([&](ParamOp param) {
@@ -121,10 +167,14 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
     std::string how = init.lookup(param);
     if (auto given = param->getAttrOfType<StringAttr>("parc.init"))
       how = given.getValue().str();
+    auto tp = param->getAttrOfType<StringAttr>(kTpParamAttrName);
+    auto padded = param->getAttrOfType<IntegerAttr>(kTpPaddedDim0AttrName);
     params.push_back(schema::CreateParamDirect(
         fbb, getDottedPath(param).c_str(), &shape,
         succeeded(dtype) ? *dtype : schema::DType::F32,
-        how.empty() ? "normal(0.02)" : how.c_str(), isFrozen(param)));
+        how.empty() ? "normal(0.02)" : how.c_str(), isFrozen(param),
+        tp ? tp.getValue().str().c_str() : nullptr,
+        padded ? padded.getInt() : 0, placement.getStage(param)));
   });
   if (failedDtype)
     return failure();
@@ -198,10 +248,11 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
   auto programs = exportPrograms(model, fbb);
   if (failed(programs))
     return failure();
+  auto parallelism = exportParallelism(model, fbb);
   auto plan = schema::CreatePlanDirect(
       fbb, ::parc::plan::kFormatVersion, model.getSymName().str().c_str(),
       model.getClassName().str().c_str(), &modules, &stacks, &params, &ties,
-      &grids, &units, prediction, &*forwards, &*programs);
+      &grids, &units, prediction, &*forwards, &*programs, parallelism);
   schema::FinishPlanBuffer(fbb, plan);
   os.write(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
            fbb.GetSize());
@@ -232,6 +283,49 @@ Block *bodyOf(Operation *op) {
   return cast<NNModuleOp>(op).getBody();
 }
 
+/// Restores the attributes --apply-tp and --apply-pp left on the model that
+/// plan.bin keeps (the sizes come back with the grids).
+void importParallelism(const schema::Parallelism &parallelism, ModelOp model) {
+  Builder b(model.getContext());
+  int64_t tpSize = 1;
+  if (parallelism.axes() && parallelism.sizes())
+    for (auto [axis, size] :
+         llvm::zip(*parallelism.axes(), *parallelism.sizes()))
+      if (str(axis) == kTpGridName)
+        tpSize = size;
+  if (tpSize > 1) {
+    model->setAttr(kTpSizeAttrName, b.getI64IntegerAttr(tpSize));
+    model->setAttr(kTpSequenceParallelAttrName,
+                   b.getBoolAttr(parallelism.sequence_parallel()));
+    model->setAttr(kTpLossParallelAttrName,
+                   b.getBoolAttr(parallelism.loss_parallel()));
+  }
+  if (!parallelism.pp_schedule() || !parallelism.pp_schedule()->size())
+    return;
+  SmallVector<Attribute> stages;
+  if (parallelism.pp_steps())
+    for (const schema::PipelineStage *stage : *parallelism.pp_steps()) {
+      SmallVector<Attribute> steps;
+      if (stage->steps())
+        for (const fb::String *step : *stage->steps())
+          steps.push_back(b.getStringAttr(str(step)));
+      stages.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("stage", b.getI64IntegerAttr(stage->stage())),
+           b.getNamedAttr("steps", b.getArrayAttr(steps))}));
+    }
+  model->setAttr(
+      kPpPlanAttrName,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("stages", b.getI64IntegerAttr(stages.size())),
+           b.getNamedAttr("schedule",
+                          b.getStringAttr(str(parallelism.pp_schedule()))),
+           b.getNamedAttr("chunks",
+                          b.getI64IntegerAttr(parallelism.pp_chunks())),
+           b.getNamedAttr("microbatches",
+                          b.getI64IntegerAttr(parallelism.microbatches()))}));
+  model->setAttr(kPpScheduleAttrName, b.getArrayAttr(stages));
+}
+
 } // namespace
 
 OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
@@ -252,6 +346,13 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
   b.setInsertionPointToEnd(top->getBody());
   auto model = ModelOp::create(b, fileLoc, str(plan->model_name()),
                                str(plan->model_class()));
+
+  const schema::Parallelism *parallelism = plan->parallelism();
+  bool isPipelined = parallelism && parallelism->pp_schedule() &&
+                     parallelism->pp_schedule()->size();
+  int64_t chunks = parallelism ? parallelism->pp_chunks() : 1;
+  if (parallelism)
+    importParallelism(*parallelism, model);
 
   llvm::StringMap<Operation *> byPath;
   byPath[""] = model;
@@ -280,6 +381,13 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
       }
       if (entry->remat())
         module->setAttr("parc.remat", b.getStringAttr(str(entry->remat())));
+      if (entry->stack() && isPipelined) {
+        module->setAttr(kPpStageAttrName,
+                        b.getI64IntegerAttr(entry->pp_stage()));
+        if (chunks > 1)
+          module->setAttr(kPpChunkAttrName,
+                          b.getI64IntegerAttr(entry->pp_chunk()));
+      }
       byPath[path] = module;
     }
 
@@ -309,6 +417,11 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
       param->setAttr("parc.init", b.getStringAttr(str(entry->init())));
       if (entry->frozen())
         param->setAttr("parc.frozen", b.getUnitAttr());
+      if (entry->tp() && entry->tp()->size())
+        param->setAttr(kTpParamAttrName, b.getStringAttr(str(entry->tp())));
+      if (entry->tp_padded_dim0())
+        param->setAttr(kTpPaddedDim0AttrName,
+                       b.getI64IntegerAttr(entry->tp_padded_dim0()));
       byPath[path] = param;
     }
 

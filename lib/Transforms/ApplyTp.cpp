@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/Parallelism.h"
 #include "parc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -36,13 +37,13 @@ namespace mlir::parc {
 
 namespace {
 
-constexpr llvm::StringLiteral kGridName = "tp";
-constexpr llvm::StringLiteral kPlanAttr = "parc.tp";
-constexpr llvm::StringLiteral kPaddedAttr = "parc.tp_padded_dim0";
+constexpr llvm::StringLiteral kGridName = kTpGridName;
+constexpr llvm::StringLiteral kPlanAttr = kTpParamAttrName;
+constexpr llvm::StringLiteral kPaddedAttr = kTpPaddedDim0AttrName;
 constexpr llvm::StringLiteral kCollectivesAttr = "parc.tp_collectives";
-constexpr llvm::StringLiteral kSizeAttr = "parc.tp_size";
-constexpr llvm::StringLiteral kSequenceAttr = "parc.tp_sequence_parallel";
-constexpr llvm::StringLiteral kLossAttr = "parc.tp_loss_parallel";
+constexpr llvm::StringLiteral kSizeAttr = kTpSizeAttrName;
+constexpr llvm::StringLiteral kSequenceAttr = kTpSequenceParallelAttrName;
+constexpr llvm::StringLiteral kLossAttr = kTpLossParallelAttrName;
 /// Vocab-parallel cross-entropy all-reduces three fp32 scalars per token:
 /// the logit max, the target logit and the sum of exponentials.
 constexpr int64_t kLossParallelBytesPerToken = 3 * 4;

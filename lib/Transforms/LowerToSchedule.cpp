@@ -30,7 +30,6 @@ namespace mlir::parc {
 
 namespace {
 
-constexpr llvm::StringLiteral kDpGridName = "dp";
 constexpr llvm::StringLiteral kTiedAttr = "parc.pp_tied_copies";
 constexpr llvm::StringLiteral kTpCollectivesAttr = "parc.tp_collectives";
 

@@ -30,10 +30,21 @@ constexpr llvm::StringLiteral kTpGridName = "tp";
 constexpr llvm::StringLiteral kPpGridName = "pp";
 constexpr llvm::StringLiteral kTpSizeAttrName = "parc.tp_size";
 constexpr llvm::StringLiteral kTpParamAttrName = "parc.tp";
+constexpr llvm::StringLiteral kTpPaddedDim0AttrName = "parc.tp_padded_dim0";
+constexpr llvm::StringLiteral kTpSequenceParallelAttrName =
+    "parc.tp_sequence_parallel";
+constexpr llvm::StringLiteral kTpLossParallelAttrName = "parc.tp_loss_parallel";
 constexpr llvm::StringLiteral kPpPlanAttrName = "parc.pp";
 constexpr llvm::StringLiteral kPpStageAttrName = "parc.pp_stage";
 constexpr llvm::StringLiteral kPpChunkAttrName = "parc.pp_chunk";
 constexpr llvm::StringLiteral kPpScheduleAttrName = "parc.pp_schedule";
+constexpr llvm::StringLiteral kDpGridName = "dp";
+
+/// The axes of the rank layout, outermost first: a rank's TP peers are
+/// adjacent (one node), its pipeline peers furthest apart (torchtitan's mesh
+/// order). plan.bin's Parallelism table lists them in this order.
+constexpr llvm::StringLiteral kRankAxesOutermostFirst[] = {
+    kPpGridName, kDpGridName, "fsdp", kTpGridName};
 
 /// The tensor-parallel plan of a model; size 1 when --apply-tp has not run.
 struct TpPlan {
