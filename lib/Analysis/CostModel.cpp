@@ -883,8 +883,19 @@ std::vector<TimedStep> CostReport::getStepTimeline(size_t stage) const {
 }
 
 void CostReport::print(llvm::raw_ostream &os) const {
-  os << "step time per rank (fsdp, " << ranks << " ranks) on "
-     << hardware.description << ":\n";
+  // The layout the step is timed on: FSDP shards alone, or every axis.
+  os << "step time per rank (fsdp";
+  if (tpSize > 1 || ppStages > 1) {
+    os << " " << ranks;
+    if (tpSize > 1)
+      os << " x tp " << tpSize;
+    if (ppStages > 1)
+      os << " x pp " << ppStages;
+    os << ", " << ranks * tpSize * ppStages;
+  } else {
+    os << ", " << ranks;
+  }
+  os << " ranks) on " << hardware.description << ":\n";
   auto flopsRow = [&](StringRef what, double value) {
     os << "  " << llvm::left_justify(what, 26) << llvm::format("%22.0f", value)
        << " FLOPs\n";

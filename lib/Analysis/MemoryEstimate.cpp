@@ -71,6 +71,12 @@ public:
       args.push_back(newTensor(arg.getType()));
     if (!args.empty())
       result.input = args.front();
+    // A layer's input is the residual stream, which sequence parallelism
+    // splits over the sequence (Megatron's [s/tp, b, h]): what full remat
+    // saves per layer is 1/tp of it.
+    if (!args.empty() && !stopAtLayers && tp.size > 1 &&
+        tp.sequenceParallel)
+      result.elements[result.input] /= tp.size;
     walk(forward, args);
     return std::move(result);
   }

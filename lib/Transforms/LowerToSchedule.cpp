@@ -631,7 +631,8 @@ private:
 
   void tpCollectives(ArrayRef<TpCollective> list, bool backward, StringRef of,
                      int64_t mb, int64_t tokens) {
-    if (plan.tpSize == 1)
+    // A vision layer of a text-only batch (no image tokens) moves nothing.
+    if (plan.tpSize == 1 || tokens == 0)
       return;
     BufferKind kind =
         backward ? BufferKind::ActivationGrad : BufferKind::Activation;
