@@ -682,6 +682,18 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   report.optimizerBytes = slow.optimizerBytes;
   report.optimizerSeconds = slow.optimizerBytes / hardware->memoryBandwidth;
 
+  // HSDP: a ring all-reduce moves 2 (d - 1) / d of the gradient shard; the
+  // replicas of one FSDP group are furthest apart of the data axes.
+  report.dpReplicas = std::max<int64_t>(1, getGridSize(model, kDpGridName));
+  if (report.dpReplicas > 1) {
+    double d = double(report.dpReplicas);
+    linkFor(report.ranks * tp.size * report.dpReplicas, report.dpBandwidth,
+            report.dpLink);
+    report.dpBytes = slow.reduceBytes / double(report.ranks);
+    report.dpSeconds =
+        2 * (d - 1) / d * report.dpBytes / report.dpBandwidth;
+  }
+
   if (!pp.isPipelined()) {
     if (!overlapFraction) {
       report.microBatchTimeline = slow.timeline;
@@ -689,7 +701,8 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
     }
     report.exposedCommunicationSeconds =
         std::max(0.0, slow.seconds - slow.compute) * accum;
-    report.stepSeconds = slow.seconds * accum + report.optimizerSeconds;
+    report.stepSeconds =
+        slow.seconds * accum + report.dpSeconds + report.optimizerSeconds;
     return report;
   }
 
@@ -841,8 +854,33 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
       double(stages - 1) / (double(chunks) * double(microBatches));
   report.exposedCommunicationSeconds =
       std::max(0.0, slow.seconds - slow.compute) * accum;
-  report.stepSeconds = report.pipelineSeconds + report.optimizerSeconds;
+  report.stepSeconds =
+      report.pipelineSeconds + report.dpSeconds + report.optimizerSeconds;
   return report;
+}
+
+/// After the last backward: the replicas' all-reduce (HSDP), then the
+/// optimizer step.
+static void appendStepEnd(const CostReport &report, double start,
+                          std::vector<TimedStep> &steps) {
+  if (report.dpReplicas > 1) {
+    TimedStep allReduce;
+    allReduce.name = "dp all-reduce";
+    allReduce.stream = TimedStep::Communication;
+    allReduce.start = allReduce.issued = start;
+    allReduce.duration = report.dpSeconds;
+    allReduce.bytes = report.dpBytes;
+    allReduce.microBatch = -1;
+    steps.push_back(std::move(allReduce));
+    start += report.dpSeconds;
+  }
+  TimedStep optimizer;
+  optimizer.name = "optimizer step";
+  optimizer.start = start;
+  optimizer.duration = report.optimizerSeconds;
+  optimizer.bytes = report.optimizerBytes;
+  optimizer.microBatch = -1;
+  steps.push_back(std::move(optimizer));
 }
 
 std::vector<TimedStep> CostReport::getStepTimeline(size_t stage) const {
@@ -850,13 +888,7 @@ std::vector<TimedStep> CostReport::getStepTimeline(size_t stage) const {
   if (!stageTimelines.empty()) {
     if (stage < stageTimelines.size())
       steps = stageTimelines[stage];
-    TimedStep optimizer;
-    optimizer.name = "optimizer step";
-    optimizer.start = pipelineSeconds;
-    optimizer.duration = optimizerSeconds;
-    optimizer.bytes = optimizerBytes;
-    optimizer.microBatch = -1;
-    steps.push_back(std::move(optimizer));
+    appendStepEnd(*this, pipelineSeconds, steps);
     return steps;
   }
   if (microBatchTimeline.empty())
@@ -872,26 +904,23 @@ std::vector<TimedStep> CostReport::getStepTimeline(size_t stage) const {
       copy.microBatch = micro;
       steps.push_back(std::move(copy));
     }
-  TimedStep optimizer;
-  optimizer.name = "optimizer step";
-  optimizer.start = double(accum) * microBatchSeconds;
-  optimizer.duration = optimizerSeconds;
-  optimizer.bytes = optimizerBytes;
-  optimizer.microBatch = -1;
-  steps.push_back(std::move(optimizer));
+  appendStepEnd(*this, double(accum) * microBatchSeconds, steps);
   return steps;
 }
 
 void CostReport::print(llvm::raw_ostream &os) const {
   // The layout the step is timed on: FSDP shards alone, or every axis.
-  os << "step time per rank (fsdp";
-  if (tpSize > 1 || ppStages > 1) {
+  os << "step time per rank (";
+  if (dpReplicas > 1)
+    os << "dp " << dpReplicas << " x ";
+  os << "fsdp";
+  if (tpSize > 1 || ppStages > 1 || dpReplicas > 1) {
     os << " " << ranks;
     if (tpSize > 1)
       os << " x tp " << tpSize;
     if (ppStages > 1)
       os << " x pp " << ppStages;
-    os << ", " << ranks * tpSize * ppStages;
+    os << ", " << dpReplicas * ranks * tpSize * ppStages;
   } else {
     os << ", " << ranks;
   }
@@ -925,6 +954,11 @@ void CostReport::print(llvm::raw_ostream &os) const {
   timeRow("communication", communicationSeconds, commHow);
   timeRow("exposed communication", exposedCommunicationSeconds,
           "overlap " + options.overlap);
+  if (dpReplicas > 1)
+    timeRow("DP all-reduce", dpSeconds,
+            llvm::formatv("{0:F0} B gradient shards over {1} replicas, ring "
+                          "over {2} {3} GB/s (before the optimizer step)",
+                          dpBytes, dpReplicas, dpLink, dpBandwidth / 1e9));
   if (tpSize > 1)
     timeRow("TP collectives", tpSeconds,
             llvm::formatv("{0:F0} B on the critical path, ring over {1} "

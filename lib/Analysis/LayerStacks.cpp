@@ -120,12 +120,12 @@ llvm::StringMap<NNModuleOp> mlir::parc::getLayersByPath(ModelOp model) {
   return layers;
 }
 
-int64_t mlir::parc::getFsdpShardCount(ModelOp model) {
+int64_t mlir::parc::getGridSize(ModelOp model, StringRef gridName) {
   // Read generically so that analyses need not link the shard dialect.
   for (Operation &op : *model.getBody())
     if (op.getName().getStringRef() == "shard.grid")
       if (auto name = op.getAttrOfType<StringAttr>("sym_name"))
-        if (name.getValue() == kFsdpGridName)
+        if (name.getValue() == gridName)
           if (auto shape = op.getAttrOfType<DenseI64ArrayAttr>("shape"))
             if (!shape.empty())
               return shape[0];

@@ -391,7 +391,9 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
 
   MemoryReport report;
   report.hardware = *hardware;
-  int64_t ranksPerStage = getFsdpShardCount(model) * tp.size;
+  int64_t ranksPerStage = getFsdpShardCount(model) *
+                          std::max<int64_t>(1, getGridSize(model, kDpGridName)) *
+                          tp.size;
   // Above one micro-batch per step the sharded gradients accumulate through
   // the whole step.
   bool accumulate = options.gradAccumulation > 1 || pp.microbatches > 1;

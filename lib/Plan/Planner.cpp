@@ -74,6 +74,7 @@ void mlir::parc::buildPlanPipeline(OpPassManager &pm,
 
   ApplyFsdpOptions fsdp;
   fsdp.shards = request.fsdp;
+  fsdp.replicas = request.dp;
   fsdp.computeDtype = getMlirDtypeName(request.computeDtype).str();
   fsdp.masterDtype = getMlirDtypeName(request.masterDtype).str();
   fsdp.reduceDtype = getMlirDtypeName(request.gradReduceDtype).str();
@@ -450,7 +451,10 @@ void printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
   out << "plan: " << request.getWorldSize() << " x " << request.hardware << " ("
       << request.nodes << (request.nodes == 1 ? " node" : " nodes") << " x "
       << request.gpusPerNode << ")\n";
-  out << "  parallel: fsdp " << request.fsdp << ", tp " << request.tp << ", pp "
+  out << "  parallel: ";
+  if (request.dp > 1)
+    out << "dp " << request.dp << ", ";
+  out << "fsdp " << request.fsdp << ", tp " << request.tp << ", pp "
       << request.pp;
   if (request.pp > 1) {
     out << " (" << request.ppSchedule;
@@ -526,6 +530,7 @@ void writePlan(llvm::json::OStream &j, const PlanRequest &request,
   j.attribute("nodes", request.nodes);
   j.attribute("gpus_per_node", request.gpusPerNode);
   j.attribute("hardware", request.hardware);
+  j.attribute("dp", request.dp);
   j.attribute("fsdp", request.fsdp);
   j.attribute("tp", request.tp);
   j.attribute("pp", request.pp);
@@ -598,6 +603,12 @@ void writeCost(llvm::json::OStream &j, const CostReport &cost) {
   j.attribute("all_gather_bytes", cost.allGatherBytes);
   j.attribute("reduce_scatter_bytes", cost.reduceScatterBytes);
   j.attribute("optimizer_bytes", cost.optimizerBytes);
+  j.attributeObject("dp", [&] {
+    j.attribute("replicas", cost.dpReplicas);
+    j.attribute("bytes", cost.dpBytes);
+    j.attribute("seconds", cost.dpSeconds);
+    j.attribute("link", cost.dpLink);
+  });
   j.attributeObject("tp", [&] {
     j.attribute("size", cost.tpSize);
     j.attribute("bytes", cost.tpBytes);
@@ -610,6 +621,7 @@ void writeCost(llvm::json::OStream &j, const CostReport &cost) {
     j.attribute("chunks", cost.ppChunks);
     j.attribute("microbatches", cost.microBatches);
     j.attribute("slowest_stage", cost.slowestStage);
+    j.attribute("seconds", cost.pipelineSeconds);
     j.attribute("bubble", cost.bubbleFraction);
     j.attribute("closed_form_bubble", cost.closedFormBubble);
     j.attribute("p2p_bytes_per_microbatch", cost.p2pBytes);

@@ -85,8 +85,10 @@ static constexpr RecipeKey kRecipeKeys[] = {
     {"cluster.gpus_per_node", "gpus-per-node", false, "n", "GPUs per node"},
     {"cluster.gpus", "gpus", false, "n",
      "GPUs in all (instead of gpus_per_node: gpus / nodes per node)"},
+    {"parallel.dp", "dp", false, "n",
+     "Data-parallel replicas of the FSDP groups, HSDP (default 1)"},
     {"parallel.fsdp", "fsdp", false, "n",
-     "FSDP shards (default: every GPU not used by tp x pp)"},
+     "FSDP shards (default: every GPU not used by dp x tp x pp)"},
     {"parallel.tp", "tp", false, "n", "Tensor-parallel degree (default 1)"},
     {"parallel.pp", "pp", false, "n", "Pipeline-parallel degree (default 1)"},
     {"parallel.pp_schedule", "schedule", false, "name",
@@ -501,6 +503,7 @@ void RecipeReader::build(PlanRequest &request) {
   readPositive("cluster.gpus_per_node", request.gpusPerNode);
   readPositive("cluster.gpus", totalGpus);
 
+  readPositive("parallel.dp", request.dp);
   readPositive("parallel.fsdp", request.fsdp);
   readPositive("parallel.tp", request.tp);
   readPositive("parallel.pp", request.pp);
@@ -554,25 +557,34 @@ void RecipeReader::check(PlanRequest &request) {
           .str();
   const Entry *parallelEntry = lookup("parallel.fsdp");
   if (!parallelEntry)
+    parallelEntry = lookup("parallel.dp");
+  if (!parallelEntry)
     parallelEntry = lookup("parallel.tp");
   if (!parallelEntry)
     parallelEntry = lookup("parallel.pp");
   Location parallelLoc = parallelEntry ? parallelEntry->loc : fileLoc();
+  int64_t others = request.dp * request.tp * request.pp;
+  std::string othersText =
+      (request.dp > 1 ? "dp " + std::to_string(request.dp) + " x " : "") +
+      "tp " + std::to_string(request.tp) + " x pp " +
+      std::to_string(request.pp);
   if (!lookup("parallel.fsdp")) {
-    // FSDP takes every GPU that tensor and pipeline parallelism leave.
-    if (world % (request.tp * request.pp) != 0) {
-      error(parallelLoc) << "tp " << request.tp << " x pp " << request.pp
-                         << " does not divide the " << cluster;
+    // FSDP takes every GPU that replication, tensor and pipeline
+    // parallelism leave.
+    if (world % others != 0) {
+      error(parallelLoc) << othersText << " does not divide the " << cluster;
       return;
     }
-    request.fsdp = world / (request.tp * request.pp);
+    request.fsdp = world / others;
   }
-  if (request.fsdp * request.tp * request.pp != world) {
-    error(parallelLoc) << "fsdp " << request.fsdp << " x tp " << request.tp
+  if (request.fsdp * others != world) {
+    error(parallelLoc) << (request.dp > 1 ? "dp " + std::to_string(request.dp) +
+                                                " x "
+                                          : std::string())
+                       << "fsdp " << request.fsdp << " x tp " << request.tp
                        << " x pp " << request.pp << " = "
-                       << request.fsdp * request.tp * request.pp
-                       << " GPUs, but the cluster has " << cluster
-                       << "; the product must use every GPU";
+                       << request.fsdp * others << " GPUs, but the cluster has "
+                       << cluster << "; the product must use every GPU";
     return;
   }
 

@@ -100,7 +100,8 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
     for (Operation &op : llvm::make_early_inc_range(*model.getBody()))
       if (isa<FsdpUnitOp>(op) ||
           (isa<shard::GridOp>(op) &&
-           cast<shard::GridOp>(op).getSymName() == kFsdpGridName))
+           llvm::is_contained({kFsdpGridName, kDpGridName},
+                              cast<shard::GridOp>(op).getSymName())))
         op.erase();
 
     SmallVector<NNModuleOp> layers = getLayersInExecutionOrder(model);
@@ -115,6 +116,9 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
     Location loc = model.getLoc();
     shard::GridOp::create(builder, loc, kFsdpGridName,
                           ArrayRef<int64_t>{int64_t(shards)});
+    if (replicas > 1)
+      shard::GridOp::create(builder, loc, kDpGridName,
+                            ArrayRef<int64_t>{int64_t(replicas)});
     builder.setInsertionPointToEnd(model.getBody());
 
     // Parameters of each unit, in model order; the root is slot 0.
@@ -178,6 +182,11 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
         << " layers) over shard.grid @" << kFsdpGridName << " of "
         << int64_t(shards) << " shards; padding " << totalPadding
         << " elements";
+    if (replicas > 1)
+      mlir::emitRemark(model->getLoc())
+          << "HSDP: " << int64_t(replicas)
+          << " replicas of each FSDP group over shard.grid @" << kDpGridName
+          << "; gradient shards all-reduced over it each step";
     return success();
   }
 };

@@ -200,14 +200,6 @@ struct SchedulePlan {
   SmallVector<TiedCopy> tied;
 };
 
-int64_t gridSize(ModelOp model, StringRef name) {
-  for (Operation &op : *model.getBody())
-    if (auto grid = dyn_cast<shard::GridOp>(op);
-        grid && grid.getSymName() == name && !grid.getShape().empty())
-      return grid.getShape()[0];
-  return 0;
-}
-
 /// Every (micro-batch, chunk) forwarded once and backwarded once after it.
 LogicalResult checkSchedule(ModelOp model, int64_t stage,
                             ArrayRef<PipelineStep> steps, int64_t m,
@@ -284,10 +276,10 @@ struct PlanReader {
     TpPlan tp = getTpPlan(model);
     plan.tpSize = tp.size;
     plan.sequenceParallel = tp.sequenceParallel;
-    if (tp.size > 1 && gridSize(model, kTpGridName) != tp.size)
+    if (tp.size > 1 && getGridSize(model, kTpGridName) != tp.size)
       return error() << "parc.tp_size = " << tp.size << " but shard.grid @"
                      << kTpGridName << " has "
-                     << gridSize(model, kTpGridName)
+                     << getGridSize(model, kTpGridName)
                      << " ranks: run --apply-tp again";
     bool hasPlan = model->hasAttr(kPpPlanAttrName),
          hasSchedule = model->hasAttr(kPpScheduleAttrName);
@@ -309,10 +301,10 @@ struct PlanReader {
       if (pp.stages < 1 || pp.chunks < 1 || pp.microbatches < 1)
         return error() << "parc.pp needs positive stages, chunks and "
                           "microbatches";
-      if (pp.stages > 1 && gridSize(model, kPpGridName) != pp.stages)
+      if (pp.stages > 1 && getGridSize(model, kPpGridName) != pp.stages)
         return error() << "parc.pp has " << pp.stages
                        << " stages but shard.grid @" << kPpGridName << " has "
-                       << gridSize(model, kPpGridName)
+                       << getGridSize(model, kPpGridName)
                        << " ranks: run --apply-pp again";
       for (int64_t s = 0; s < pp.stages; ++s)
         if (failed(checkSchedule(model, s, pp.steps[s], pp.microbatches,
@@ -328,7 +320,7 @@ struct PlanReader {
         plan.steps[0].push_back({false, i, 0});
       }
     }
-    plan.dpSize = std::max<int64_t>(1, gridSize(model, kDpGridName));
+    plan.dpSize = std::max<int64_t>(1, getGridSize(model, kDpGridName));
     for (auto grid : model.getBody()->getOps<shard::GridOp>())
       for (int64_t extent : grid.getShape())
         plan.world *= extent;

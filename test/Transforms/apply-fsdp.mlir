@@ -4,6 +4,16 @@
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=8 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-remat=mode=none frozen=lm_head" --apply-fsdp=shards=8 | FileCheck %s --check-prefix=FROZEN-TIE
 // RUN: parc-opt %s --apply-fsdp=shards=8 -split-input-file -verify-diagnostics
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=4 replicas=2" "--apply-fsdp=shards=8 replicas=3" 2>/dev/null | FileCheck %s --check-prefix=REPLICAS
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=8 replicas=3" 2>&1 >/dev/null | FileCheck %s --check-prefix=REPLICAS-REMARK
+
+// With replicas (hybrid sharding) a second grid holds the copies of each
+// FSDP group; running the pass again replaces both grids.
+// REPLICAS: parc.model @tiny
+// REPLICAS-NEXT: shard.grid @fsdp(shape = 8)
+// REPLICAS-NEXT: shard.grid @dp(shape = 3)
+// REPLICAS-NOT: shard.grid
+// REPLICAS-REMARK: remark: HSDP: 3 replicas of each FSDP group over shard.grid @dp; gradient shards all-reduced over it each step
 
 // One grid, a root unit for what is outside the layers, one unit per layer in
 // execution order; every parameter sharded on dim 0 over the fsdp axis.

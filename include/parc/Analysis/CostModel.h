@@ -136,6 +136,12 @@ struct CostReport {
   int64_t tpSize = 1;
   double tpBytes = 0, tpSeconds = 0, tpBandwidth = 0;
   std::string tpLink;
+  /// HSDP: the all-reduce of each rank's gradient shards over the
+  /// data-parallel replicas, once per step after the last reduce-scatter;
+  /// counted as exposed (it waits on the last backward).
+  int64_t dpReplicas = 1;
+  double dpBytes = 0, dpSeconds = 0, dpBandwidth = 0;
+  std::string dpLink;
   /// Pipeline parallelism, replayed from the emitted schedule: the step is
   /// the last stage's finish; the bubble is the slowest stage's idle time
   /// over its busy time, next to the closed form (p - 1) / (v m).

@@ -60,8 +60,14 @@ llvm::StringMap<NNModuleOp> getLayersByPath(ModelOp model);
 /// The shard.grid --apply-fsdp creates in the model body.
 constexpr llvm::StringLiteral kFsdpGridName = "fsdp";
 
-/// Ranks on that grid; 0 when the model has no FSDP plan.
-int64_t getFsdpShardCount(ModelOp model);
+/// The ranks on the one-axis shard.grid `name` of the model body; 0 when the
+/// model has no such grid.
+int64_t getGridSize(ModelOp model, StringRef name);
+
+/// Ranks on the FSDP grid; 0 when the model has no FSDP plan.
+inline int64_t getFsdpShardCount(ModelOp model) {
+  return getGridSize(model, kFsdpGridName);
+}
 
 /// Whether `op` (a module or parameter) lies in a frozen subtree.
 bool isFrozen(Operation *op);

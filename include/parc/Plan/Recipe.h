@@ -63,6 +63,8 @@ struct PlanRequest {
   int64_t gpusPerNode = 0;
 
   // parallel:
+  /// Data-parallel replicas of the FSDP groups (HSDP).
+  int64_t dp = 1;
   int64_t fsdp = 0;
   int64_t tp = 1;
   int64_t pp = 1;
@@ -86,8 +88,8 @@ struct PlanRequest {
   int64_t gradAccumulation = 1;
 
   int64_t getWorldSize() const { return nodes * gpusPerNode; }
-  /// Ranks that see different data; FSDP shards are data-parallel.
-  int64_t getDataParallelRanks() const { return fsdp; }
+  /// Ranks that see different data: FSDP shards and their replicas.
+  int64_t getDataParallelRanks() const { return dp * fsdp; }
 
   /// Where each dotted key's value came from (a recipe line, a --set, a
   /// flag), so that a value refused later (an unknown hardware profile, a

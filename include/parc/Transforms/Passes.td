@@ -91,6 +91,9 @@ def ApplyFsdp : Pass<"apply-fsdp", "::mlir::ModuleOp"> {
   let options = [
     Option<"shards", "shards", "int64_t", /*default=*/"1",
            "Number of FSDP shards (ranks on the fsdp axis)">,
+    Option<"replicas", "replicas", "int64_t", /*default=*/"1",
+           "Data-parallel replicas of each FSDP group (HSDP; ranks on a "
+           "shard.grid @dp whose gradient shards are all-reduced)">,
     Option<"reshardAfterForward", "reshard-after-forward", "bool",
            /*default=*/"true", "Free unsharded parameters after forward">,
     Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",

@@ -86,6 +86,7 @@ PLAN = {
     "nodes": INT,
     "gpus_per_node": INT,
     "hardware": STR,
+    "dp": INT,
     "fsdp": INT,
     "tp": INT,
     "pp": INT,
@@ -117,6 +118,7 @@ MEMORY = {
             "count": INT,
             "peak_bytes": INT,
             "peak_phase": STR,
+            "layers": INT,
             "breakdown": BREAKDOWN,
         }
     ],
@@ -140,6 +142,19 @@ COST = {
     ]
 }
 COST["flops"] = {"forward": NUM, "backward": NUM, "recompute": NUM}
+COST["dp"] = {"replicas": INT, "bytes": NUM, "seconds": NUM, "link": STR}
+COST["tp"] = {"size": INT, "bytes": NUM, "seconds": NUM, "link": STR}
+COST["pp"] = {
+    "stages": INT,
+    "schedule": STR,
+    "chunks": INT,
+    "microbatches": INT,
+    "slowest_stage": INT,
+    "seconds": NUM,
+    "bubble": NUM,
+    "closed_form_bubble": NUM,
+    "p2p_bytes_per_microbatch": NUM,
+}
 COST["assumptions"] = {
     "peak_flops": NUM,
     "compute_efficiency": NUM,
@@ -174,10 +189,15 @@ def check_cost(cost, world):
     f = cost["flops"]
     close("flops_per_step", cost["flops_per_step"],
           f["forward"] + f["backward"] + f["recompute"])
-    close("model_flops_per_token", cost["model_flops_per_token"] * cost["tokens_per_step"],
-          f["forward"] + f["backward"])
+    # Under a pipeline the FLOPs are the slowest stage's, not the average.
+    if cost["pp"]["stages"] == 1:
+        close("model_flops_per_token",
+              cost["model_flops_per_token"] * cost["tokens_per_step"],
+              f["forward"] + f["backward"])
+    # TP collectives block the compute stream.
     close("compute_s", cost["compute_s"],
-          cost["flops_per_step"] / (a["peak_flops"] * a["compute_efficiency"]))
+          cost["flops_per_step"] / (a["peak_flops"] * a["compute_efficiency"])
+          + cost["tp"]["seconds"])
     ring = (world - 1) / world if world > 1 else 0.0
     close("communication_s", cost["communication_s"],
           ring * (cost["all_gather_bytes"] + cost["reduce_scatter_bytes"])
@@ -186,8 +206,13 @@ def check_cost(cost, world):
         fail("$.cost.exposed_communication_s", "is not within [0, communication_s]")
     close("optimizer_s", cost["optimizer_s"],
           cost["optimizer_bytes"] / a["memory_bandwidth_bytes_per_s"])
+    # The micro-batches (on the pipeline's replay when there is one), the
+    # replicas' all-reduce, the optimizer step.
+    pipelined = cost["pp"]["stages"] > 1
+    micro = (cost["pp"]["seconds"] if pipelined else
+             cost["compute_s"] + cost["exposed_communication_s"])
     close("step_time_s", cost["step_time_s"],
-          cost["compute_s"] + cost["exposed_communication_s"] + cost["optimizer_s"])
+          micro + cost["dp"]["seconds"] + cost["optimizer_s"])
     close("tokens_per_s_per_gpu", cost["tokens_per_s_per_gpu"],
           cost["tokens_per_step"] / cost["step_time_s"])
     close("mfu", cost["mfu"],
