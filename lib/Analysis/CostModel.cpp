@@ -682,6 +682,31 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   report.optimizerBytes = slow.optimizerBytes;
   report.optimizerSeconds = slow.optimizerBytes / hardware->memoryBandwidth;
 
+  // Tied copies over PP: each holder all-reduces its copy's gradient shard
+  // with the other holders, across the pipeline (the furthest-apart ranks).
+  if (auto copies = model->getAttrOfType<ArrayAttr>(kPpTiedCopiesAttrName)) {
+    int64_t reduceBytes = sizes->roots.front().reduceBytes;
+    for (auto entry : copies.getAsRange<DictionaryAttr>()) {
+      auto params = entry.getAs<ArrayAttr>("params");
+      auto holders = entry.getAs<ArrayAttr>("stages");
+      if (!params || params.empty() || !holders || holders.size() < 2)
+        continue;
+      auto owner = dyn_cast_or_null<ParamOp>(SymbolTable::lookupSymbolIn(
+          model, cast<SymbolRefAttr>(params[0])));
+      if (!owner || isFrozen(owner))
+        continue;
+      double h = double(holders.size());
+      double bytes = double(ShapedType::getNumElements(
+                         getTpLocalShape(owner, tp.size))) /
+                     double(report.ranks) * double(reduceBytes);
+      double bandwidth = 0;
+      std::string link;
+      linkFor(report.ranks * tp.size * stages, bandwidth, link);
+      report.tiedBytes += bytes;
+      report.tiedSeconds += 2 * (h - 1) / h * bytes / bandwidth;
+    }
+  }
+
   // HSDP: a ring all-reduce moves 2 (d - 1) / d of the gradient shard; the
   // replicas of one FSDP group are furthest apart of the data axes.
   report.dpReplicas = std::max<int64_t>(1, getGridSize(model, kDpGridName));
@@ -854,8 +879,8 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
       double(stages - 1) / (double(chunks) * double(microBatches));
   report.exposedCommunicationSeconds =
       std::max(0.0, slow.seconds - slow.compute) * accum;
-  report.stepSeconds =
-      report.pipelineSeconds + report.dpSeconds + report.optimizerSeconds;
+  report.stepSeconds = report.pipelineSeconds + report.tiedSeconds +
+                       report.dpSeconds + report.optimizerSeconds;
   return report;
 }
 
@@ -863,6 +888,17 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
 /// optimizer step.
 static void appendStepEnd(const CostReport &report, double start,
                           std::vector<TimedStep> &steps) {
+  if (report.tiedSeconds > 0) {
+    TimedStep allReduce;
+    allReduce.name = "tied all-reduce";
+    allReduce.stream = TimedStep::Communication;
+    allReduce.start = allReduce.issued = start;
+    allReduce.duration = report.tiedSeconds;
+    allReduce.bytes = report.tiedBytes;
+    allReduce.microBatch = -1;
+    steps.push_back(std::move(allReduce));
+    start += report.tiedSeconds;
+  }
   if (report.dpReplicas > 1) {
     TimedStep allReduce;
     allReduce.name = "dp all-reduce";
@@ -954,6 +990,11 @@ void CostReport::print(llvm::raw_ostream &os) const {
   timeRow("communication", communicationSeconds, commHow);
   timeRow("exposed communication", exposedCommunicationSeconds,
           "overlap " + options.overlap);
+  if (tiedSeconds > 0)
+    timeRow("tied all-reduce", tiedSeconds,
+            llvm::formatv("{0:F0} B of tied copies' gradients between the "
+                          "first and last stage",
+                          tiedBytes));
   if (dpReplicas > 1)
     timeRow("DP all-reduce", dpSeconds,
             llvm::formatv("{0:F0} B gradient shards over {1} replicas, ring "

@@ -625,6 +625,8 @@ void writeCost(llvm::json::OStream &j, const CostReport &cost) {
     j.attribute("bubble", cost.bubbleFraction);
     j.attribute("closed_form_bubble", cost.closedFormBubble);
     j.attribute("p2p_bytes_per_microbatch", cost.p2pBytes);
+    j.attribute("tied_bytes", cost.tiedBytes);
+    j.attribute("tied_seconds", cost.tiedSeconds);
   });
   j.attributeObject("assumptions", [&] {
     j.attribute("peak_flops", cost.peakFlops);

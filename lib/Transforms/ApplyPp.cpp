@@ -34,7 +34,7 @@ constexpr llvm::StringLiteral kPlanAttr = kPpPlanAttrName;
 constexpr llvm::StringLiteral kStageAttr = kPpStageAttrName;
 constexpr llvm::StringLiteral kChunkAttr = kPpChunkAttrName;
 constexpr llvm::StringLiteral kScheduleAttr = kPpScheduleAttrName;
-constexpr llvm::StringLiteral kTiedAttr = "parc.pp_tied_copies";
+constexpr llvm::StringLiteral kTiedAttr = kPpTiedCopiesAttrName;
 
 /// One step of a stage's schedule: forward or backward of a micro-batch on a
 /// local model chunk.

@@ -30,7 +30,7 @@ namespace mlir::parc {
 
 namespace {
 
-constexpr llvm::StringLiteral kTiedAttr = "parc.pp_tied_copies";
+constexpr llvm::StringLiteral kTiedAttr = kPpTiedCopiesAttrName;
 constexpr llvm::StringLiteral kTpCollectivesAttr = "parc.tp_collectives";
 
 int64_t bytesOf(Type type) { return (type.getIntOrFloatBitWidth() + 7) / 8; }

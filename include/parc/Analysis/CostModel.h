@@ -142,6 +142,9 @@ struct CostReport {
   int64_t dpReplicas = 1;
   double dpBytes = 0, dpSeconds = 0, dpBandwidth = 0;
   std::string dpLink;
+  /// PP: the all-reduce of tied copies' gradients between the stages that
+  /// hold them (embedding and lm_head), once per step, exposed.
+  double tiedBytes = 0, tiedSeconds = 0;
   /// Pipeline parallelism, replayed from the emitted schedule: the step is
   /// the last stage's finish; the bubble is the slowest stage's idle time
   /// over its busy time, next to the closed form (p - 1) / (v m).

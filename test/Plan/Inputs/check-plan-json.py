@@ -154,6 +154,8 @@ COST["pp"] = {
     "bubble": NUM,
     "closed_form_bubble": NUM,
     "p2p_bytes_per_microbatch": NUM,
+    "tied_bytes": NUM,
+    "tied_seconds": NUM,
 }
 COST["assumptions"] = {
     "peak_flops": NUM,
@@ -212,7 +214,8 @@ def check_cost(cost, world):
     micro = (cost["pp"]["seconds"] if pipelined else
              cost["compute_s"] + cost["exposed_communication_s"])
     close("step_time_s", cost["step_time_s"],
-          micro + cost["dp"]["seconds"] + cost["optimizer_s"])
+          micro + cost["pp"]["tied_seconds"] + cost["dp"]["seconds"]
+          + cost["optimizer_s"])
     close("tokens_per_s_per_gpu", cost["tokens_per_s_per_gpu"],
           cost["tokens_per_step"] / cost["step_time_s"])
     close("mfu", cost["mfu"],
