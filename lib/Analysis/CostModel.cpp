@@ -990,16 +990,6 @@ void CostReport::print(llvm::raw_ostream &os) const {
   timeRow("communication", communicationSeconds, commHow);
   timeRow("exposed communication", exposedCommunicationSeconds,
           "overlap " + options.overlap);
-  if (tiedSeconds > 0)
-    timeRow("tied all-reduce", tiedSeconds,
-            llvm::formatv("{0:F0} B of tied copies' gradients between the "
-                          "first and last stage",
-                          tiedBytes));
-  if (dpReplicas > 1)
-    timeRow("DP all-reduce", dpSeconds,
-            llvm::formatv("{0:F0} B gradient shards over {1} replicas, ring "
-                          "over {2} {3} GB/s (before the optimizer step)",
-                          dpBytes, dpReplicas, dpLink, dpBandwidth / 1e9));
   if (tpSize > 1)
     timeRow("TP collectives", tpSeconds,
             llvm::formatv("{0:F0} B on the critical path, ring over {1} "
@@ -1015,6 +1005,16 @@ void CostReport::print(llvm::raw_ostream &os) const {
                                        : std::string(),
                           microBatches, bubbleFraction * 100,
                           closedFormBubble * 100, slowestStage));
+  if (tiedSeconds > 0)
+    timeRow("tied all-reduce", tiedSeconds,
+            llvm::formatv("{0:F0} B of tied copies' gradients between the "
+                          "first and last stage",
+                          tiedBytes));
+  if (dpReplicas > 1)
+    timeRow("DP all-reduce", dpSeconds,
+            llvm::formatv("{0:F0} B gradient shards over {1} replicas, ring "
+                          "over {2} {3} GB/s (before the optimizer step)",
+                          dpBytes, dpReplicas, dpLink, dpBandwidth / 1e9));
   timeRow("optimizer step", optimizerSeconds, optimHow);
   timeRow("step", stepSeconds,
           "x " + llvm::Twine(microBatches) + " micro-batches");
