@@ -66,6 +66,7 @@ void mlir::parc::buildPlanPipeline(OpPassManager &pm,
     pp.stages = request.pp;
     pp.schedule = request.ppSchedule;
     pp.chunks = request.ppChunks;
+    pp.split.assign(request.ppSplit.begin(), request.ppSplit.end());
     pp.microbatches = request.microbatches;
     pp.seq = request.seqLen;
     pp.mbs = request.microBatchSize;

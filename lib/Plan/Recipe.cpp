@@ -95,6 +95,9 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Pipeline schedule: gpipe, 1f1b, interleaved-1f1b (default 1f1b)"},
     {"parallel.pp_chunks", "chunks", false, "n",
      "Model chunks per pipeline rank (interleaved-1f1b; default 1)"},
+    {"parallel.pp_split", "pp-split", true, "n",
+     "Pinned layers per (virtual) pipeline stage, in order (default: the "
+     "cost-balanced split)"},
     {"parallel.microbatches", "microbatches", false, "n",
      "Micro-batches per optimizer step (default: global batch / "
      "(micro-batch x data-parallel ranks), or pp when no global batch)"},
@@ -196,7 +199,9 @@ private:
   void readString(StringRef key, std::string &out);
   void readChoice(StringRef key, ArrayRef<StringRef> choices, std::string &out);
   void readDtype(StringRef key, RecipeDtype &out);
-  void readList(StringRef key, std::vector<std::string> &out);
+  void readList(StringRef key, std::vector<std::string> &out,
+                StringRef what = "dotted paths");
+  void readPositiveList(StringRef key, std::vector<int64_t> &out);
   void readRemat(StringRef key, std::string &out);
   /// The path at `key`, resolved and required to name a file.
   std::string readPath(StringRef key);
@@ -398,7 +403,8 @@ void RecipeReader::readDtype(StringRef key, RecipeDtype &out) {
     out = RecipeDtype::FP32;
 }
 
-void RecipeReader::readList(StringRef key, std::vector<std::string> &out) {
+void RecipeReader::readList(StringRef key, std::vector<std::string> &out,
+                            StringRef what) {
   const Entry *entry = lookup(key);
   if (!entry || entry->value.IsNull())
     return;
@@ -413,7 +419,7 @@ void RecipeReader::readList(StringRef key, std::vector<std::string> &out) {
       if (!item.IsScalar() || item.Scalar().empty()) {
         error(item.Mark().is_null() || !entry->fromFile ? entry->loc
                                                         : markLoc(item.Mark()))
-            << "key '" << key << "' must be a list of dotted paths, got "
+            << "key '" << key << "' must be a list of " << what << ", got "
             << describe(item) << " in it";
         return;
       }
@@ -422,8 +428,23 @@ void RecipeReader::readList(StringRef key, std::vector<std::string> &out) {
     out = std::move(items);
     return;
   }
-  error(*entry) << "key '" << key << "' must be a list of dotted paths, got "
-                << describe(entry->value);
+  error(*entry) << "key '" << key << "' must be a list of " << what
+                << ", got " << describe(entry->value);
+}
+
+void RecipeReader::readPositiveList(StringRef key, std::vector<int64_t> &out) {
+  std::vector<std::string> items;
+  readList(key, items, "positive integers");
+  for (const std::string &item : items) {
+    int64_t value;
+    if (StringRef(item).getAsInteger(10, value) || value <= 0) {
+      error(*lookup(key)) << "key '" << key
+                          << "' must be a list of positive integers, got '"
+                          << item << "' in it";
+      return;
+    }
+    out.push_back(value);
+  }
 }
 
 void RecipeReader::readRemat(StringRef key, std::string &out) {
@@ -511,6 +532,7 @@ void RecipeReader::build(PlanRequest &request) {
              request.ppSchedule);
   readPositive("parallel.pp_chunks", request.ppChunks);
   readPositive("parallel.microbatches", request.microbatches);
+  readPositiveList("parallel.pp_split", request.ppSplit);
   std::string sequenceParallel = "false", lossParallel = "false";
   readChoice("parallel.sequence_parallel", {"true", "false"},
              sequenceParallel);

@@ -9,7 +9,7 @@
 //   train:    seq_len, micro_batch_size, global_batch_size, compute_dtype,
 //             master_dtype, grad_reduce_dtype, optim_dtype, optimizer, frozen
 //   cluster:  hardware, nodes, gpus_per_node | gpus
-//   parallel: fsdp, tp, pp, pp_schedule, pp_chunks, microbatches,
+//   parallel: fsdp, tp, pp, pp_schedule, pp_chunks, pp_split, microbatches,
 //             sequence_parallel, loss_parallel, remat, remat_scope, stacks
 //
 // This header is free of yaml-cpp: yaml-cpp reports errors by throwing, and
@@ -71,6 +71,8 @@ struct PlanRequest {
   /// "gpipe", "1f1b" or "interleaved-1f1b".
   std::string ppSchedule = "1f1b";
   int64_t ppChunks = 1;
+  /// Layers per (virtual) stage, pinned; empty: the cost-balanced split.
+  std::vector<int64_t> ppSplit;
   /// Micro-batches per optimizer step (the same as gradAccumulation once
   /// the recipe is read; the pipeline schedule runs this many).
   int64_t microbatches = 1;
