@@ -9,7 +9,7 @@
 //   train:    seq_len, micro_batch_size, global_batch_size, compute_dtype,
 //             master_dtype, grad_reduce_dtype, optim_dtype, optimizer, frozen
 //   cluster:  hardware, nodes, gpus_per_node | gpus
-//   parallel: fsdp, tp, pp, pp_schedule, pp_chunks, pp_split, microbatches,
+//   parallel: dp, fsdp, tp, pp, pp_schedule, pp_chunks, pp_split, microbatches,
 //             sequence_parallel, loss_parallel, remat, remat_scope, stacks
 //
 // This header is free of yaml-cpp: yaml-cpp reports errors by throwing, and
