@@ -565,7 +565,10 @@ void MemoryReport::print(llvm::raw_ostream &os) const {
   }
   os << "capacity " << formatBytes(hardware.memoryBytes) << ": "
      << (fits() ? "fits" : "DOES NOT FIT") << ", headroom "
-     << formatBytes(headroomBytes()) << "\n";
+     << formatBytes(headroomBytes());
+  if (ranks.size() > 1)
+    os << " on the most loaded rank (" << ranks[peakRank].rankKind << ")";
+  os << "\n";
 }
 
 void mlir::parc::recordPrediction(ModelOp model, const MemoryReport &report,
