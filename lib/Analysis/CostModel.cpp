@@ -674,9 +674,27 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   report.reduceScatterBytes = slow.reduceBytes * accum;
   report.allGathers = slow.gathers * microBatches;
   report.reduceScatters = slow.reduces * microBatches;
+  if (pp.isPipelined() && microBatches > 1) {
+    // Through a pipeline's micro-batches the root stays gathered and its
+    // gradient is reduced once, as the lowered programs do it.
+    const UnitCost &root = roots[report.slowestStage];
+    double repeats = accum - 1;
+    report.allGatherBytes -= root.gatherBytes * repeats;
+    if (root.gatherBytes > 0)
+      report.allGathers -= microBatches - 1;
+    report.reduceScatterBytes -= root.reduceBytes * repeats;
+    if (root.reduceBytes > 0)
+      report.reduceScatters -= microBatches - 1;
+  }
   report.computeSeconds = slow.compute * accum;
-  report.communicationSeconds =
-      (commSeconds(slow.gatherBytes) + commSeconds(slow.reduceBytes)) * accum;
+  if (report.ranks == 1) {
+    // One shard: FSDP gathers and scatters nothing (the lowered programs
+    // hold no such collective either).
+    report.allGatherBytes = report.reduceScatterBytes = 0;
+    report.allGathers = report.reduceScatters = 0;
+  }
+  report.communicationSeconds = commSeconds(report.allGatherBytes) +
+                                commSeconds(report.reduceScatterBytes);
   report.tpBytes = slow.tpBytes * accum;
   report.tpSeconds = slow.tpSeconds * accum;
   report.optimizerBytes = slow.optimizerBytes;

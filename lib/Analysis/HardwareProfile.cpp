@@ -80,6 +80,7 @@ private:
   void readNumber(StringRef key, double &out);
   void readString(StringRef key, std::string &out);
   void readStrings(StringRef key, std::vector<std::string> &out);
+  void readChoice(StringRef key, StringRef fused, bool &eager);
 
   JSONSource source;
   const json::Object *object = nullptr;
@@ -137,6 +138,21 @@ void ProfileReader::readStrings(StringRef key, std::vector<std::string> &out) {
     error(key) << "key '" << key << "' must be a list of strings";
 }
 
+/// An optional kernel key: absent or `fused` keeps the default (fused GPU
+/// kernels), "eager" selects the composite LibTorch path.
+void ProfileReader::readChoice(StringRef key, StringRef fused, bool &eager) {
+  const json::Value *value = object->get(key);
+  if (!value)
+    return;
+  std::optional<StringRef> choice = value->getAsString();
+  if (choice && (*choice == fused || *choice == "eager")) {
+    eager = *choice == "eager";
+    return;
+  }
+  error(key) << "key '" << key << "' must be \"" << fused
+             << "\" or \"eager\"";
+}
+
 FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
   FailureOr<json::Value> parsed = source.parse();
   if (mlir::failed(parsed))
@@ -157,6 +173,9 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
       "inter_node_bandwidth_bytes_per_s",
       "gpus_per_node",
       "fixed_overhead_bytes",
+      "attention_kernel",
+      "norm_kernel",
+      "loss_kernel",
       "sources",
       "notes"};
   // Sorted so that the report does not depend on the hash order of keys.
@@ -180,6 +199,9 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
   readInteger("gpus_per_node", profile.gpusPerNode);
   readInteger("fixed_overhead_bytes", profile.fixedOverheadBytes);
   readStrings("sources", profile.sources);
+  readChoice("attention_kernel", "flash", profile.kernels.eagerAttention);
+  readChoice("norm_kernel", "fused", profile.kernels.eagerNorm);
+  readChoice("loss_kernel", "fused", profile.kernels.eagerLoss);
   // Notes are for the reader of the file only.
   if (const json::Value *notes = object->get("notes"))
     if (!notes->getAsArray() && !notes->getAsString())

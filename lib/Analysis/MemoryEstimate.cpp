@@ -19,6 +19,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -34,6 +35,10 @@ namespace {
 /// number so that two ops saving it count it once.
 struct ForwardTrace {
   std::vector<int64_t> elements;
+  /// Bytes per element of each tensor; 0 for the activation dtype (the
+  /// unit's compute dtype), 4 for what a kernel keeps in fp32 whatever the
+  /// compute dtype (eager softmax probabilities, an eager norm's products).
+  std::vector<int64_t> widths;
   /// Tensors some op's backward needs.
   llvm::DenseSet<int> saved;
   /// Results of ops that selective remat does not recompute (matmuls and
@@ -54,7 +59,7 @@ struct ForwardTrace {
   int64_t bytes(const llvm::DenseSet<int> &ids, int64_t elementBytes) const {
     int64_t total = 0;
     for (int id : ids)
-      total += elements[id] * elementBytes;
+      total += elements[id] * (widths[id] ? widths[id] : elementBytes);
     return total;
   }
 };
@@ -62,8 +67,10 @@ struct ForwardTrace {
 class ForwardTracer : public ForwardWalker<ForwardTracer, int> {
 public:
   ForwardTracer(int64_t batch, int64_t tokens, bool stopAtLayers,
-                TpPlan tp = {})
-      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens), tp(tp) {}
+                TpPlan tp = {}, KernelProfile kernels = {},
+                int64_t elementBytes = 2)
+      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens), tp(tp),
+        kernels(kernels), elementBytes(elementBytes) {}
 
   ForwardTrace trace(func::FuncOp forward) {
     SmallVector<int> args;
@@ -141,7 +148,14 @@ private:
       for (auto [dim, extent] : llvm::enumerate(tensor.getShape()))
         count *= ShapedType::isDynamic(extent) ? (dim == 0 ? batch : tokens)
                                                : extent;
-    result.elements.push_back(tensor ? count : 0);
+    return newBuffer(tensor ? count : 0, /*width=*/0);
+  }
+
+  /// A tensor a kernel allocates and saves that is no value of the IR (an
+  /// eager kernel's intermediates); `width` 0 is the activation dtype.
+  int newBuffer(int64_t elements, int64_t width) {
+    result.elements.push_back(elements);
+    result.widths.push_back(width);
     return result.elements.size() - 1;
   }
 
@@ -155,8 +169,18 @@ private:
     result.largestOpElements = std::max(result.largestOpElements, touched);
 
     auto &saved = result.saved;
-    if (!op.hasAttr("parc.recompute"))
+    bool recomputed = op.hasAttr("parc.recompute");
+    if (!recomputed)
       result.keptOutputs.insert(results.begin(), results.end());
+    // What an op's kernel allocates and saves (eager attention's
+    // probabilities, ...) is kept with the op when selective remat does not
+    // recompute it, and rebuilt with it when it does.
+    size_t firstBuffer = result.elements.size();
+    auto keepBuffers = llvm::make_scope_exit([&] {
+      if (!recomputed)
+        for (size_t id = firstBuffer; id < result.elements.size(); ++id)
+          result.keptOutputs.insert(id);
+    });
     int64_t rows = operands.empty()
                        ? 0
                        : result.elements[operands[0]] /
@@ -165,12 +189,32 @@ private:
         .Case<LinearOp, MatmulOp, PatchEmbeddingOp>(
             [&](auto) { saved.insert(operands[0]); })
         .Case([&](AttentionOp attention) {
+          if (kernels.eagerAttention)
+            return saveEagerAttention(attention, operands, results);
           saved.insert(operands.begin(), operands.end());
           saved.insert(results[0]);
           // Flash attention keeps one fp32 logsumexp per query and head.
           result.statisticsBytes += rows * attention.getNumHeads() * 4;
         })
-        .Case<RmsNormOp, LayerNormOp>([&](auto norm) {
+        .Case([&](RmsNormOp norm) {
+          int64_t groupSize = getNormSize(norm, norm.getWeight());
+          result.statisticsBytes +=
+              rows * (lastDim(norm.getInput()) / groupSize) * 4;
+          if (!kernels.eagerNorm)
+            return (void)saved.insert(operands[0]);
+          // The composite x.float() * rsqrt(mean(x^2) + eps) * w keeps the
+          // fp32 input (for pow and the rstd product: the input itself in
+          // fp32), x^2 (mean's backward keeps its input in LibTorch 1.13)
+          // and x * rstd (for the weight gradient), all fp32.
+          int64_t size = result.elements[operands[0]];
+          if (elementBytes == 4)
+            saved.insert(operands[0]);
+          else
+            saved.insert(newBuffer(size, 4));
+          saved.insert(newBuffer(size, 4));
+          saved.insert(newBuffer(size, 4));
+        })
+        .Case([&](LayerNormOp norm) {
           saved.insert(operands[0]);
           int64_t groupSize = getNormSize(norm, norm.getWeight());
           result.statisticsBytes +=
@@ -180,7 +224,11 @@ private:
         .Case([&](MulOp) { saved.insert(operands.begin(), operands.end()); })
         .Case([&](SoftcapOp) {
           result.softcaps += 1;
-          saved.insert(results[0]);
+          // Fused, the backward uses the output; eager tanh(x / c) * c
+          // keeps tanh's output, a tensor of the same size.
+          saved.insert(kernels.eagerLoss
+                           ? newBuffer(result.elements[results[0]], 0)
+                           : results[0]);
         })
         .Case([&](EmbeddingOp) {
           // The int64 ids, in bytes of the compute dtype they stand beside.
@@ -189,6 +237,35 @@ private:
         .Case([&](CrossEntropyOp) {
           result.logitsElements = result.elements[operands[0]];
         });
+  }
+
+  /// Eager attention (q k^T, mask, softmax, p v in LibTorch) keeps, per
+  /// layer: q, K and V as contiguous [b, H, s, d] copies (the batched
+  /// matmul's reshape of the transposed heads, or repeat_interleave to every
+  /// query head under GQA), the softmax probabilities in fp32 (and their
+  /// compute-dtype copy for p v when that is narrower), the tanh of a
+  /// score softcap, the s x s boolean mask and the output. The operands
+  /// themselves are not kept by attention.
+  void saveEagerAttention(AttentionOp attention, ArrayRef<int> operands,
+                          ArrayRef<int> results) {
+    auto &saved = result.saved;
+    int64_t headDim = std::max<int64_t>(1, attention.getHeadDim());
+    int64_t heads = attention.getNumHeads();
+    int64_t kvHeads = std::max<int64_t>(1, attention.getNumKvHeads());
+    int64_t query = result.elements[operands[0]];
+    saved.insert(newBuffer(query, 0));
+    for (int id : {operands[1], operands[2]})
+      saved.insert(newBuffer(result.elements[id] * heads / kvHeads, 0));
+    // [b, H, s, s]: one score per query row, head and key.
+    int64_t probabilities = query / headDim * tokens;
+    saved.insert(newBuffer(probabilities, 4));
+    if (elementBytes != 4)
+      saved.insert(newBuffer(probabilities, 0));
+    if (attention.getSoftcap().has_value())
+      saved.insert(newBuffer(probabilities, 0));
+    if (attention.getCausal() || attention.getSlidingWindow().has_value())
+      result.statisticsBytes += tokens * tokens;
+    saved.insert(results[0]);
   }
 
   static int64_t lastDim(Value value) {
@@ -205,6 +282,8 @@ private:
 
   int64_t batch, tokens;
   TpPlan tp;
+  KernelProfile kernels;
+  int64_t elementBytes;
   llvm::DenseSet<int> tpSharded;
   ForwardTrace result;
 };
@@ -366,10 +445,11 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
   llvm::DenseMap<Operation *, LayerActivations> activations;
   for (auto &stageUnits : units->layers)
     for (UnitFootprint &unit : stageUnits) {
-      ForwardTrace trace = ForwardTracer(options.microBatch,
-                                         tokensOf(unit.layer),
-                                         /*stopAtLayers=*/false, tp)
-                               .trace(unit.layer.getForward());
+      ForwardTrace trace =
+          ForwardTracer(options.microBatch, tokensOf(unit.layer),
+                        /*stopAtLayers=*/false, tp, hardware->kernels,
+                        unit.computeBytes)
+              .trace(unit.layer.getForward());
       auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
       activations[unit.layer] = activationsOf(
           trace, remat ? remat.getValue() : "none", unit.computeBytes);
@@ -377,7 +457,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
   int64_t computeBytes = units->roots.front().computeBytes;
   ForwardTrace rootTrace =
       ForwardTracer(options.microBatch, options.seqLen, /*stopAtLayers=*/true,
-                    tp)
+                    tp, hardware->kernels, computeBytes)
           .trace(cast<func::FuncOp>(
               SymbolTable::lookupSymbolIn(model, "forward")));
   // The logits path is counted as the loss spike, not as saved activations;
@@ -388,6 +468,20 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
                       rootTrace.softcaps * logits * computeBytes;
   // Logits, softcap output and the fp32 log-softmax the loss keeps.
   int64_t lossKept = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);
+  // What the loss holds only while the forward ends, and the fp32 logit
+  // gradients its backward holds beside what it keeps.
+  int64_t lossTransient = 0, lossGradients = logits * 4;
+  if (hardware->kernels.eagerLoss) {
+    // Eager: backward keeps each softcap's tanh and the fp32 log-softmax.
+    // The logits and each softcap's output are freed when the model's
+    // forward returns (the executor holds a module's values until then),
+    // with the fp32 copy cross-entropy makes of narrower logits.
+    lossKept = logits * (computeBytes * rootTrace.softcaps + 4);
+    lossTransient = logits * (computeBytes * (1 + rootTrace.softcaps) +
+                              (computeBytes != 4 ? 4 : 0));
+    // nll_loss's gradient and log_softmax's, both fp32, live together.
+    lossGradients = 2 * logits * 4;
+  }
 
   MemoryReport report;
   report.hardware = *hardware;
@@ -476,8 +570,9 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
         }
         if (holdsLoss) {
           live.savedActivations += rootSaved;
-          live.logitsAndLoss += lossKept;
+          live.logitsAndLoss += lossKept + lossTransient;
           replay.note("forward loss" + suffix);
+          live.logitsAndLoss -= lossTransient;
         }
         continue;
       }
@@ -491,10 +586,10 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
         // Backward of the loss: the fp32 gradient of the logits joins
         // them; lm_head's backward then holds the logits gradient in the
         // compute dtype.
-        live.logitsAndLoss += logits * 4;
+        live.logitsAndLoss += lossGradients;
         replay.note("backward loss" + suffix);
         holdRootGradients();
-        live.logitsAndLoss += logits * computeBytes - lossKept - logits * 4;
+        live.logitsAndLoss += logits * computeBytes - lossKept - lossGradients;
         replay.note("backward lm_head" + suffix);
         live.logitsAndLoss -= logits * computeBytes;
         live.savedActivations -= rootSaved;
@@ -506,11 +601,15 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
              behind <= unit.prefetch && behind <= int64_t(pos); ++behind)
           gather(chunk[pos - behind]);
         const LayerActivations &acts = activations[unit.layer];
+        // The unit's backward frees its saved activations as it produces
+        // its gradients: the layer starts with all of the former and none
+        // of the latter, and ends the other way round. Charging both at
+        // once would be the sum of maxima the replay exists to avoid.
         live.recomputeWorkingSet += acts.recomputed + acts.working;
-        live.gradients += unit.unshardedGradients;
         replay.note("backward " + unit.path + suffix);
         live.recomputeWorkingSet -= acts.recomputed + acts.working;
         live.savedActivations -= acts.saved;
+        live.gradients += unit.unshardedGradients;
         if (!accumulate)
           live.gradients += unit.shardedGradients;
         replay.note("reduce-scatter " + unit.path + suffix);

@@ -689,7 +689,12 @@ private:
       transfer(/*send=*/false, /*gradient=*/false, prev,
                boundaryPath(chunk, true), mb);
     if (!rootGathered) {
-      // FSDP2 keeps the root gathered from its first forward to the end.
+      // FSDP2 keeps the root gathered from its forward through its
+      // backward; without a pipeline each micro-batch of gradient
+      // accumulation is a forward and backward of its own (reshard and
+      // reduce-scatter after backward, FSDP2's defaults), with one the
+      // root stays gathered across the schedule's micro-batches and its
+      // gradient is reduced once.
       rootGathered = true;
       gather(root);
       for (int64_t ahead = 0;
@@ -768,6 +773,11 @@ private:
                              IntegerAttr());
       tpCollectives(ArrayRef(plan.rootTp.backward).take_front(headBackward),
                     true, "", mb, plan.seq);
+      if (plan.stages == 1) {
+        reduceScatter(root, mb);
+        release(root);
+        rootGathered = false;
+      }
     } else {
       transfer(/*send=*/true, /*gradient=*/true,
                (stage - 1 + plan.stages) % plan.stages,
@@ -776,7 +786,8 @@ private:
   }
 
   void finish() {
-    reduceScatter(root, std::nullopt);
+    if (plan.stages > 1)
+      reduceScatter(root, std::nullopt);
     release(root);
     for (UnitState &unit : units)
       release(unit);

@@ -48,7 +48,7 @@
 // FSDP-NEXT: shard.reduce_scatter
 // FSDP-NEXT: parc.free %[[B0]]
 // FSDP-NEXT: parc.backward_step "" part "head" micro_batch 0
-// FSDP-NEXT: %[[DR:.*]] = parc.buffer gradient "" : tensor<1600xf32>
+// FSDP-NEXT: %[[DR:.*]] = parc.buffer gradient "" micro_batch 0 : tensor<1600xf32>
 // FSDP-NEXT: shard.reduce_scatter %[[DR]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1600xf32> -> tensor<800xf32>
 // FSDP-NEXT: parc.free %[[GROOT]] : tensor<1600xbf16>
 // (1600 + 2 x 1232) / 2 shards.
@@ -60,13 +60,20 @@
 // the norm output, residual and activation input (2 x 128 + 240 = 992
 // bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
 // micro-batch.
-// REMAT: @all_ranks 60 steps
+// REMAT: @all_ranks 64 steps
 // REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2
 // REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<1664xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
 // REMAT: parc.recompute_step "model.layers.1" micro_batch 0 remat "selective" bytes 992
 // REMAT-NEXT: parc.backward_step "model.layers.1" micro_batch 0
+// Each micro-batch of gradient accumulation reduce-scatters and frees the
+// root after its backward and gathers it again (FSDP2's defaults).
 // REMAT: parc.backward_step "" part "head" micro_batch 0
+// REMAT-NEXT: %[[RG:.*]] = parc.buffer gradient "" micro_batch 0 : tensor<1600xf32>
+// REMAT-NEXT: shard.reduce_scatter %[[RG]] on @fsdp
+// REMAT-NEXT: parc.free %{{.*}} : tensor<1600xbf16>
+// REMAT-NEXT: shard.all_gather %{{.*}} : tensor<800xbf16> -> tensor<1600xbf16>
+// REMAT-NEXT: shard.all_gather %{{.*}} : tensor<616xbf16> -> tensor<1232xbf16>
 // REMAT-NEXT: parc.forward_step "" part "head" micro_batch 1
 // REMAT: parc.recompute_step "model.layers.0" micro_batch 1 remat "selective" bytes 992
 // REMAT: parc.buffer gradient "model.layers.0" micro_batch 1 : tensor<1232xf32>
@@ -159,7 +166,7 @@
 // TP-NEXT: parc.buffer activation_grad "model.layers.1" micro_batch 0 : tensor<128xbf16>
 // TP-NEXT: shard.all_reduce {{.*}} on @tp
 // TP: parc.backward_step "" part "head" micro_batch 0
-// TP-NEXT: parc.buffer gradient "" : tensor<800xf32>
+// TP-NEXT: parc.buffer gradient "" micro_batch 0 : tensor<800xf32>
 // (800 + 2 x 768) / 2.
 // TP: parc.optimizer_step params 1168
 
