@@ -906,28 +906,21 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
 /// optimizer step.
 static void appendStepEnd(const CostReport &report, double start,
                           std::vector<TimedStep> &steps) {
-  if (report.tiedSeconds > 0) {
-    TimedStep allReduce;
-    allReduce.name = "tied all-reduce";
-    allReduce.stream = TimedStep::Communication;
-    allReduce.start = allReduce.issued = start;
-    allReduce.duration = report.tiedSeconds;
-    allReduce.bytes = report.tiedBytes;
-    allReduce.microBatch = -1;
-    steps.push_back(std::move(allReduce));
-    start += report.tiedSeconds;
-  }
-  if (report.dpReplicas > 1) {
-    TimedStep allReduce;
-    allReduce.name = "dp all-reduce";
-    allReduce.stream = TimedStep::Communication;
-    allReduce.start = allReduce.issued = start;
-    allReduce.duration = report.dpSeconds;
-    allReduce.bytes = report.dpBytes;
-    allReduce.microBatch = -1;
-    steps.push_back(std::move(allReduce));
-    start += report.dpSeconds;
-  }
+  auto allReduce = [&](const char *name, double seconds, double bytes) {
+    if (seconds <= 0)
+      return;
+    TimedStep step;
+    step.name = name;
+    step.stream = TimedStep::Communication;
+    step.start = step.issued = start;
+    step.duration = seconds;
+    step.bytes = bytes;
+    step.microBatch = -1;
+    steps.push_back(std::move(step));
+    start += seconds;
+  };
+  allReduce("tied all-reduce", report.tiedSeconds, report.tiedBytes);
+  allReduce("dp all-reduce", report.dpSeconds, report.dpBytes);
   TimedStep optimizer;
   optimizer.name = "optimizer step";
   optimizer.start = start;

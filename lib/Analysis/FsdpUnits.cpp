@@ -65,13 +65,8 @@ FailureOr<FsdpUnitSizes> mlir::parc::getFsdpUnitSizes(ModelOp model,
         continue;
       }
       // A tie group spanning stages is one copy on each.
-      SmallVector<int64_t> holders{placement.getStage(param)};
-      if (auto tied = shard->getAttrOfType<ArrayAttr>("tied"))
-        for (auto ref : tied.getAsRange<SymbolRefAttr>())
-          if (auto alias = dyn_cast_or_null<ParamOp>(
-                  tables.lookupSymbolIn(model, ref)))
-            if (!llvm::is_contained(holders, placement.getStage(alias)))
-              holders.push_back(placement.getStage(alias));
+      SmallVector<int64_t> holders = placement.getHolderStages(
+          model, param, shard->getAttrOfType<ArrayAttr>("tied"), tables);
       for (int64_t stage : holders) {
         FsdpUnitSize &root = result.roots[std::min(stage, stages - 1)];
         root.elements += elements;

@@ -123,3 +123,16 @@ int64_t PipelinePlacement::getStage(ParamOp param) const {
   }
   return embeddingTables.contains(param) ? 0 : stages - 1;
 }
+
+SmallVector<int64_t>
+PipelinePlacement::getHolderStages(ModelOp model, ParamOp param, ArrayAttr tied,
+                                   SymbolTableCollection &tables) const {
+  SmallVector<int64_t> holders{getStage(param)};
+  if (tied)
+    for (auto ref : tied.getAsRange<SymbolRefAttr>())
+      if (auto alias =
+              dyn_cast_or_null<ParamOp>(tables.lookupSymbolIn(model, ref)))
+        if (!llvm::is_contained(holders, getStage(alias)))
+          holders.push_back(getStage(alias));
+  return holders;
+}

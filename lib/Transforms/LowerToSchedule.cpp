@@ -460,18 +460,11 @@ struct PlanReader {
                          shard.getPaddedDim0();
         bool trainable = !shard->hasAttr("frozen");
         // A tie group spanning stages is one copy on each.
-        SmallVector<int64_t> holders;
-        if (layer) {
-          holders.push_back(layer->stage);
-        } else {
-          holders.push_back(placement.getStage(param));
-          if (auto tied = shard->getAttrOfType<ArrayAttr>("tied"))
-            for (auto ref : tied.getAsRange<SymbolRefAttr>())
-              if (auto alias = dyn_cast_or_null<ParamOp>(
-                      tables.lookupSymbolIn(model, ref)))
-                if (!llvm::is_contained(holders, placement.getStage(alias)))
-                  holders.push_back(placement.getStage(alias));
-        }
+        SmallVector<int64_t> holders =
+            layer ? SmallVector<int64_t>{layer->stage}
+                  : placement.getHolderStages(
+                        model, param, shard->getAttrOfType<ArrayAttr>("tied"),
+                        tables);
         for (int64_t stage : holders) {
           UnitPart &into = layer ? unit : plan.roots[std::min(stage, plan.stages - 1)];
           into.gatherElements += padded;

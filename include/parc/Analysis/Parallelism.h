@@ -96,6 +96,11 @@ public:
   int64_t getChunk(NNModuleOp layer) const;
   /// The stage that holds `param` itself (not its tied aliases).
   int64_t getStage(ParamOp param) const;
+  /// The stages holding a copy of `param`'s storage: its own, then those of
+  /// its `tied` aliases (FSDP's record of the tie group) on other stages.
+  SmallVector<int64_t> getHolderStages(ModelOp model, ParamOp param,
+                                       ArrayAttr tied,
+                                       SymbolTableCollection &tables) const;
   /// The virtual stage (chunk x stages + stage) of `layer`.
   int64_t getVirtualStage(NNModuleOp layer) const;
   int64_t getStageCount() const { return stages; }
