@@ -176,7 +176,7 @@ private:
     // probabilities, ...) is kept with the op when selective remat does not
     // recompute it, and rebuilt with it when it does.
     size_t firstBuffer = result.elements.size();
-    auto keepBuffers = llvm::make_scope_exit([&] {
+    llvm::scope_exit keepBuffers([&] {
       if (!recomputed)
         for (size_t id = firstBuffer; id < result.elements.size(); ++id)
           result.keptOutputs.insert(id);
@@ -244,8 +244,9 @@ private:
   /// matmul's reshape of the transposed heads, or repeat_interleave to every
   /// query head under GQA), the softmax probabilities in fp32 (and their
   /// compute-dtype copy for p v when that is narrower), the tanh of a
-  /// score softcap, the s x s boolean mask and the output. The operands
-  /// themselves are not kept by attention.
+  /// score softcap and the s x s boolean mask. Neither the operands nor the
+  /// output (a reshaped copy) are kept by attention itself: they stay only
+  /// where another op saves them (o_proj keeps the output as its input).
   void saveEagerAttention(AttentionOp attention, ArrayRef<int> operands,
                           ArrayRef<int> results) {
     auto &saved = result.saved;
@@ -265,7 +266,6 @@ private:
       saved.insert(newBuffer(probabilities, 0));
     if (attention.getCausal() || attention.getSlidingWindow().has_value())
       result.statisticsBytes += tokens * tokens;
-    saved.insert(results[0]);
   }
 
   static int64_t lastDim(Value value) {
@@ -302,6 +302,7 @@ struct UnitFootprint {
   int64_t shardedParameters = 0;   // master dtype, this rank's shard
   int64_t shardedGradients = 0;
   int64_t unshardedGradients = 0; // compute dtype (+ reduce copy)
+  int64_t gradientBytes = 0;      // per unsharded gradient element
   int64_t optimizerState = 0;
   int64_t computeBytes = 2; // bytes per activation element
 };
@@ -322,13 +323,58 @@ UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards) {
   unit.shardedGradients = trainablePerRank * size.masterBytes;
   // Gradients are produced unsharded in the compute dtype and copied to the
   // reduce dtype for the reduce-scatter when the two differ.
-  unit.unshardedGradients =
-      size.trainableElements *
-      (size.computeBytes +
-       (size.reduceBytes != size.computeBytes ? size.reduceBytes : 0));
+  unit.gradientBytes =
+      size.computeBytes +
+      (size.reduceBytes != size.computeBytes ? size.reduceBytes : 0);
+  unit.unshardedGradients = size.trainableElements * unit.gradientBytes;
   // AdamW: first and second moments.
   unit.optimizerState = 2 * trainablePerRank * size.optimBytes;
   return unit;
+}
+
+/// Per pipeline stage, the elements of the root's trainable parameters
+/// whose gradient only the embedding's backward produces: an untied
+/// embedding table. The embedding runs first, so its backward is the last
+/// of the step and its gradient does not exist while the layers' backward
+/// runs (a table tied to lm_head has one from lm_head's backward on).
+SmallVector<int64_t> getLateRootGradientElements(ModelOp model,
+                                                 int64_t tpSize) {
+  PipelinePlacement placement(model);
+  SmallVector<int64_t> late(placement.getStageCount(), 0);
+  SymbolTableCollection tables;
+  llvm::DenseSet<Operation *> embedded, other;
+  model.walk([&](Operation *op) {
+    if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      if (auto param = tables.lookupNearestSymbolFrom<ParamOp>(
+              op, embedding.getWeight()))
+        embedded.insert(param);
+      return;
+    }
+    if (isa<ParamOp, ShardParamOp>(op))
+      return;
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto ref = dyn_cast<SymbolRefAttr>(attr.getValue()))
+        if (auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, ref))
+          other.insert(param);
+  });
+  for (FsdpUnitOp unit : model.getBody()->getOps<FsdpUnitOp>()) {
+    if (!unit.getPath().empty())
+      continue;
+    for (ShardParamOp shard : unit.getBody()->getOps<ShardParamOp>()) {
+      if (shard->hasAttr("frozen") || shard->hasAttr("tied"))
+        continue;
+      auto param = dyn_cast_or_null<ParamOp>(
+          tables.lookupSymbolIn(model, shard.getParam()));
+      if (!param || !embedded.contains(param) || other.contains(param))
+        continue;
+      SmallVector<int64_t> local = getTpLocalShape(param, tpSize);
+      int64_t stage =
+          std::min<int64_t>(placement.getStage(param), late.size() - 1);
+      late[stage] += ShapedType::getNumElements(local) / local[0] *
+                     shard.getPaddedDim0();
+    }
+  }
+  return late;
 }
 
 struct StepUnits {
@@ -435,6 +481,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     return failure();
   TpPlan tp = getTpPlan(model);
   PpPlan pp = getPpPlan(model);
+  SmallVector<int64_t> lateRoot = getLateRootGradientElements(model, tp.size);
 
   auto tokensOf = [&](NNModuleOp layer) {
     auto tag = getLayerTag(layer);
@@ -503,6 +550,9 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     const UnitFootprint &root = units->roots[stage];
     ArrayRef<UnitFootprint> layers = units->layers[stage];
     bool holdsTail = stage == pp.stages - 1;
+    // The root's unsharded gradients while the layers' backward runs, and
+    // the embedding's, which joins them at the end.
+    int64_t lateRootGradients = lateRoot[stage] * root.gradientBytes;
 
     // What lives through the whole step.
     live.fixedOverhead = hardware->fixedOverheadBytes;
@@ -579,7 +629,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
       auto holdRootGradients = [&] {
         if (!rootGradients) {
           rootGradients = true;
-          live.gradients += root.unshardedGradients;
+          live.gradients += root.unshardedGradients - lateRootGradients;
         }
       };
       if (holdsLoss) {
@@ -617,6 +667,8 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
         release(chunk[pos]);
       }
     }
+    if (rootGradients)
+      live.gradients += lateRootGradients;
     if (!accumulate)
       live.gradients += root.shardedGradients;
     replay.note("reduce-scatter root");
