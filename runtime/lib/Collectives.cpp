@@ -11,17 +11,26 @@
 #include "parc/runtime/Collectives.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef PARC_HAVE_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
 #include <stdexcept>
 
 using namespace parc::runtime;
 
 namespace {
+
+std::string rankList(const std::vector<int> &ranks) {
+  std::string out;
+  for (int r : ranks)
+    out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
+}
 
 /// A single rank: every collective is the identity.
 class LocalCollectives final : public Collectives {
@@ -35,8 +44,63 @@ public:
     return full;
   }
   void allReduceSum(at::Tensor &) override {}
+  void allReduceMax(at::Tensor &) override {}
   void barrier() override {}
+  void send(const at::Tensor &, int peer, int) override {
+    throw std::runtime_error("send to rank " + std::to_string(peer) +
+                             " of the one-rank group " + name());
+  }
+  void recv(at::Tensor &, int peer, int) override {
+    throw std::runtime_error("receive from rank " + std::to_string(peer) +
+                             " of the one-rank group " + name());
+  }
+  void flushSends() override {}
+  std::unique_ptr<Collectives> subgroup(const std::vector<int> &ranks,
+                                        const std::string &name) override {
+    if (ranks.size() != 1 || ranks[0] != 0)
+      throw CollectiveError("subgroup " + name + " [" + rankList(ranks) +
+                            "] of a one-rank group");
+    WorldConfig one = world;
+    one.rank = 0;
+    one.size = 1;
+    return std::make_unique<LocalCollectives>(one, name, this);
+  }
+
+  LocalCollectives(WorldConfig world, std::string name, Collectives *parent)
+      : Collectives(std::move(world), std::move(name), parent) {}
 };
+
+/// Makes the c10d group of one (sub)group over `store`.
+template <typename Group>
+c10::intrusive_ptr<Group> makeGroup(const c10::intrusive_ptr<c10d::Store> &store,
+                                    int rank, int size,
+                                    const WorldConfig &world);
+
+template <>
+c10::intrusive_ptr<c10d::ProcessGroupGloo>
+makeGroup<c10d::ProcessGroupGloo>(const c10::intrusive_ptr<c10d::Store> &store,
+                                  int rank, int size, const WorldConfig &world) {
+  auto glooOptions = c10d::ProcessGroupGloo::Options::create(world.timeout);
+  glooOptions->devices.push_back(
+      world.masterAddr == "127.0.0.1" || world.masterAddr == "localhost"
+          ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+          : c10d::ProcessGroupGloo::createDefaultDevice());
+  glooOptions->threads = 1;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size,
+                                                     glooOptions);
+}
+
+#ifdef PARC_HAVE_NCCL
+template <>
+c10::intrusive_ptr<c10d::ProcessGroupNCCL>
+makeGroup<c10d::ProcessGroupNCCL>(const c10::intrusive_ptr<c10d::Store> &store,
+                                  int rank, int size, const WorldConfig &world) {
+  auto ncclOptions = c10d::ProcessGroupNCCL::Options::create();
+  ncclOptions->timeout = world.timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size,
+                                                     ncclOptions);
+}
+#endif
 
 /// Collectives over a c10d process group: `Group` is a ProcessGroup in
 /// 1.13 and a Backend in 2.x, with the same collective signatures.
@@ -46,9 +110,18 @@ public:
   ProcessGroupCollectives(WorldConfig world,
                           c10::intrusive_ptr<c10d::Store> store,
                           c10::intrusive_ptr<Group> group,
-                          bool nativeReduceScatter)
-      : Collectives(std::move(world)), store(std::move(store)),
-        group(std::move(group)), nativeReduceScatter(nativeReduceScatter) {}
+                          bool nativeReduceScatter,
+                          std::string name = "world",
+                          Collectives *parent = nullptr, int worldRank = -1)
+      : Collectives(std::move(world), std::move(name), parent),
+        store(std::move(store)), group(std::move(group)),
+        nativeReduceScatter(nativeReduceScatter),
+        worldRank(worldRank < 0 ? this->world.rank : worldRank) {}
+  ~ProcessGroupCollectives() override {
+    // A send nobody waited for (an error unwinding the step) must not
+    // outlive its buffer.
+    pendingSends.clear();
+  }
 
   void allGather(const at::Tensor &shard, at::Tensor &full) override {
     entering();
@@ -85,20 +158,86 @@ public:
     finish(group->allreduce(tensors), "all-reduce");
   }
 
+  void allReduceMax(at::Tensor &tensor) override {
+    entering();
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::MAX;
+    finish(group->allreduce(tensors, options), "all-reduce (max)");
+  }
+
   void barrier() override {
     entering();
     finish(group->barrier(), "barrier");
   }
 
+  void send(const at::Tensor &tensor, int peer, int tag) override {
+    entering();
+    std::vector<at::Tensor> tensors{tensor.contiguous()};
+    try {
+      pendingSends.push_back({group->send(tensors, peer, tag), tensors[0]});
+    } catch (const std::exception &e) {
+      throw CollectiveError(describe("send to group rank " +
+                                     std::to_string(peer)) +
+                            " failed: " + e.what());
+    }
+  }
+
+  void recv(at::Tensor &tensor, int peer, int tag) override {
+    entering();
+    std::vector<at::Tensor> tensors{tensor};
+    finish(group->recv(tensors, peer, tag),
+           ("receive from group rank " + std::to_string(peer)).c_str());
+  }
+
+  void flushSends() override {
+    for (auto &pending : pendingSends)
+      finish(pending.first, "send");
+    pendingSends.clear();
+  }
+
+  std::unique_ptr<Collectives> subgroup(const std::vector<int> &ranks,
+                                        const std::string &name) override {
+    auto mine = std::find(ranks.begin(), ranks.end(), rank());
+    if (mine == ranks.end())
+      throw CollectiveError("rank " + std::to_string(worldRank) +
+                            " is not in subgroup " + name + " [" +
+                            rankList(ranks) + "]");
+    WorldConfig sub = world;
+    sub.rank = mine - ranks.begin();
+    sub.size = ranks.size();
+    std::string full = name + "[" + rankList(ranks) + "]";
+    if (sub.size == 1) {
+      return std::make_unique<LocalCollectives>(sub, full, this);
+    }
+    try {
+      auto prefixed = c10::make_intrusive<c10d::PrefixStore>(full, store);
+      auto made = makeGroup<Group>(prefixed, sub.rank, sub.size, world);
+      return std::make_unique<ProcessGroupCollectives<Group>>(
+          sub, prefixed, made, nativeReduceScatter, full, this, worldRank);
+    } catch (const std::exception &e) {
+      throw CollectiveError("rank " + std::to_string(worldRank) +
+                            ": cannot form process group " + full + ": " +
+                            e.what());
+    }
+  }
+
 private:
+  std::string describe(const std::string &what) const {
+    std::string where = what + " #" + std::to_string(currentSequence()) +
+                        " on rank " + std::to_string(worldRank);
+    if (parent)
+      where += " (group " + name() + ")";
+    return where;
+  }
+
   void finish(const c10::intrusive_ptr<c10d::Work> &work,
               const char *what) {
     try {
       work->wait(world.timeout);
     } catch (const std::exception &e) {
       throw CollectiveError(
-          std::string(what) + " #" + std::to_string(sequence) + " on rank " +
-          std::to_string(rank()) + " failed (a peer rank died or stopped "
+          describe(what) + " failed (a peer rank died or stopped "
           "responding within " + std::to_string(world.timeout.count()) +
           " ms): " + e.what());
     }
@@ -107,6 +246,10 @@ private:
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Group> group;
   bool nativeReduceScatter;
+  int worldRank;
+  /// Sends started and not yet waited for, with the tensors they read.
+  std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, at::Tensor>>
+      pendingSends;
 };
 
 } // namespace
@@ -128,10 +271,8 @@ parc::runtime::connectWorld(const WorldConfig &world, std::string &error) {
         c10::make_intrusive<c10d::TCPStore>(world.masterAddr, options);
     if (world.backend == "nccl") {
 #ifdef PARC_HAVE_NCCL
-      auto ncclOptions = c10d::ProcessGroupNCCL::Options::create();
-      ncclOptions->timeout = world.timeout;
-      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
-          store, world.rank, world.size, ncclOptions);
+      auto group = makeGroup<c10d::ProcessGroupNCCL>(store, world.rank,
+                                                     world.size, world);
       return std::make_unique<ProcessGroupCollectives<c10d::ProcessGroupNCCL>>(
           world, store, group, /*nativeReduceScatter=*/true);
 #else
@@ -140,14 +281,8 @@ parc::runtime::connectWorld(const WorldConfig &world, std::string &error) {
       return nullptr;
 #endif
     }
-    auto glooOptions = c10d::ProcessGroupGloo::Options::create(world.timeout);
-    glooOptions->devices.push_back(
-        world.masterAddr == "127.0.0.1" || world.masterAddr == "localhost"
-            ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-            : c10d::ProcessGroupGloo::createDefaultDevice());
-    glooOptions->threads = 1;
-    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        store, world.rank, world.size, glooOptions);
+    auto group = makeGroup<c10d::ProcessGroupGloo>(store, world.rank,
+                                                   world.size, world);
     return std::make_unique<ProcessGroupCollectives<c10d::ProcessGroupGloo>>(
         world, store, group, /*nativeReduceScatter=*/false);
   } catch (const std::exception &e) {

@@ -68,6 +68,24 @@ struct CompiledOp {
   double ropeFactor = 1, lowFreqFactor = 1, highFreqFactor = 4;
   int64_t originalMaxPositions = 8192;
   bool recompute = false;
+  /// Tensor parallel (docs/runtime.md): a column-parallel or vocab linear
+  /// takes its replicated input through TpCopy (identity forward, all-reduce
+  /// backward); a row-parallel linear and a vocab embedding all-reduce their
+  /// partial outputs (TpReduce); a replicated weight applied to TP-local
+  /// features (q/k norms) takes TpCopy so that its gradient sums the ranks'
+  /// heads; a cross-entropy on vocab-sharded logits is vocab-parallel under
+  /// loss_parallel; vocab-sharded operands of any other op are all-gathered.
+  TpSplit weightSplit = TpSplit::Replicated;
+  bool tpCopyInput = false;
+  bool tpReduceOutput = false;
+  bool tpWeightGrad = false;
+  bool vocabParallelLoss = false;
+  /// Sequence parallel: a column-parallel linear all-gathers its
+  /// sequence-sharded input (TpGatherSequence); a row-parallel linear and the
+  /// vocab embedding reduce-scatter over the sequence (TpScatterSequence).
+  bool seqGatherInput = false;
+  bool seqScatterOutput = false;
+  std::vector<bool> gatherOperand;
 };
 
 struct CompiledForward {
@@ -76,6 +94,41 @@ struct CompiledForward {
   int numValues = 0;
   std::vector<CompiledOp> ops;
   std::vector<int> results;
+};
+
+/// The model's forward flattened to one op list (calls of non-layer modules
+/// inlined), each op on the pipeline stage that runs it, and what crosses
+/// each stage boundary.
+struct Executor::Pipeline {
+  struct Step {
+    const CompiledOp *op = nullptr;
+    std::vector<int> operands, results;
+    int stage = 0;
+  };
+  /// `stage` of a step is its virtual stage: chunk x stages + stage.
+  std::vector<Step> steps;
+  int numValues = 2;
+  int lossValue = -1;
+  int virtualStages = 1;
+  /// Per virtual boundary b: the values virtual stage b sends to b + 1
+  /// (defined on virtual stages <= b and read on a later one), in value order.
+  std::vector<std::vector<int>> crossing;
+  /// Per virtual stage: whether its ops read root parameters.
+  std::vector<bool> usesRoot;
+  /// This stage's schedule.
+  struct Entry {
+    bool forward;
+    int64_t micro;
+    int64_t chunk;
+  };
+  std::vector<Entry> order;
+  /// A micro-batch between its forward and its backward.
+  struct InFlight {
+    std::vector<at::Tensor> received;
+    std::vector<at::Tensor> sent;
+    at::Tensor loss;
+  };
+  std::map<std::pair<int64_t, int64_t>, InFlight> inFlight;
 };
 
 } // namespace parc::runtime
@@ -110,12 +163,19 @@ struct GatherUnit : torch::autograd::Function<GatherUnit> {
     ctx->saved_data["executor"] = executor;
     ctx->saved_data["unit"] = unit;
     auto *exec = fromInt<Executor>(executor);
-    return exec->gather(exec->units()[unit]);
+    FsdpUnit &u = exec->units()[unit];
+    variable_list fulls = exec->gather(u);
+    ctx->saved_data["gather"] = ++u.gathers;
+    u.inFlight[u.gathers] = u.storages;
+    return fulls;
   }
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
     auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
     FsdpUnit &unit = exec->units()[ctx->saved_data["unit"].toInt()];
+    int64_t gather = ctx->saved_data["gather"].toInt();
     variable_list result = exec->reduceGrads(unit, grads);
+    unit.storages = unit.inFlight.at(gather);
+    unit.inFlight.erase(gather);
     exec->release(unit);
     result.emplace_back();
     result.emplace_back();
@@ -125,15 +185,187 @@ struct GatherUnit : torch::autograd::Function<GatherUnit> {
 
 struct PreBackward : torch::autograd::Function<PreBackward> {
   static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x,
-                            int64_t executor, int64_t unit) {
+                            int64_t executor, int64_t unit, int64_t gather) {
     ctx->saved_data["executor"] = executor;
     ctx->saved_data["unit"] = unit;
+    ctx->saved_data["gather"] = gather;
     return x;
   }
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
     auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
-    exec->regather(exec->units()[ctx->saved_data["unit"].toInt()]);
-    return {grads[0], at::Tensor(), at::Tensor()};
+    FsdpUnit &unit = exec->units()[ctx->saved_data["unit"].toInt()];
+    // Into the storages this gather's forward saved (not a later
+    // micro-batch's).
+    unit.storages = unit.inFlight.at(ctx->saved_data["gather"].toInt());
+    exec->regather(unit);
+    return {grads[0], at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+/// Megatron's f: identity forward; backward all-reduces the gradient over
+/// the tp group (the input of a column-parallel linear is replicated, each
+/// rank's gradient of it is partial).
+struct TpCopy : torch::autograd::Function<TpCopy> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x,
+                            int64_t executor) {
+    ctx->saved_data["executor"] = executor;
+    return x;
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
+    at::Tensor grad = grads[0].contiguous().clone();
+    exec->tpGroup().allReduceSum(grad);
+    return {grad, at::Tensor()};
+  }
+};
+
+/// Megatron's g: all-reduces partial outputs over the tp group; the
+/// gradient passes through (every rank's output is the same sum).
+struct TpReduce : torch::autograd::Function<TpReduce> {
+  static at::Tensor forward(AutogradContext *, const at::Tensor &x,
+                            int64_t executor) {
+    auto *exec = fromInt<Executor>(executor);
+    at::Tensor sum = x.contiguous().clone();
+    exec->tpGroup().allReduceSum(sum);
+    return sum;
+  }
+  static variable_list backward(AutogradContext *, variable_list grads) {
+    return {grads[0], at::Tensor()};
+  }
+};
+
+/// Vocab-sharded logits [..., V/tp] all-gathered into [..., V] (the padding
+/// of a padded vocabulary dropped); backward keeps this rank's columns.
+struct TpGatherVocab : torch::autograd::Function<TpGatherVocab> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x,
+                            int64_t executor, int64_t vocab) {
+    auto *exec = fromInt<Executor>(executor);
+    Collectives &tp = exec->tpGroup();
+    int64_t local = x.size(-1);
+    ctx->saved_data["executor"] = executor;
+    ctx->saved_data["local"] = local;
+    at::Tensor flat = x.contiguous().reshape({1, -1});
+    at::Tensor buffer = at::empty({tp.size(), flat.size(1)}, x.options());
+    tp.allGather(flat, buffer);
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.insert(shape.begin(), tp.size());
+    std::vector<int64_t> out = x.sizes().vec();
+    out.back() = tp.size() * local;
+    return buffer.view(shape).movedim(0, -2).reshape(out).narrow(-1, 0,
+                                                                  vocab);
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
+    int64_t local = ctx->saved_data["local"].toInt();
+    int64_t begin = exec->tpGroup().rank() * local;
+    const at::Tensor &grad = grads[0];
+    int64_t vocab = grad.size(-1);
+    std::vector<int64_t> shape = grad.sizes().vec();
+    shape.back() = local;
+    at::Tensor mine = at::zeros(shape, grad.options());
+    int64_t end = std::min(begin + local, vocab);
+    if (end > begin)
+      mine.narrow(-1, 0, end - begin).copy_(grad.narrow(-1, begin, end - begin));
+    return {mine, at::Tensor(), at::Tensor()};
+  }
+};
+
+/// Sequence parallel: [b, s/tp, ...] shards all-gathered into [b, s, ...];
+/// backward reduce-scatters the (partial) gradient over the sequence.
+at::Tensor gatherSequence(Collectives &tp, const at::Tensor &x) {
+  at::Tensor rows = x.transpose(0, 1).contiguous();
+  std::vector<int64_t> shape = rows.sizes().vec();
+  shape[0] *= tp.size();
+  at::Tensor full = at::empty(shape, rows.options());
+  tp.allGather(rows, full);
+  return full.transpose(0, 1);
+}
+
+at::Tensor scatterSequence(Collectives &tp, const at::Tensor &x,
+                           const std::string &module) {
+  if (x.size(1) % tp.size())
+    throw std::runtime_error("forward of '" + module + "': sequence parallel "
+                             "splits the sequence of " +
+                             std::to_string(x.size(1)) + " tokens over " +
+                             std::to_string(tp.size()) +
+                             " TP ranks; use a multiple of it");
+  return tp.reduceScatterSum(x.transpose(0, 1).contiguous()).transpose(0, 1);
+}
+
+struct TpGatherSequence : torch::autograd::Function<TpGatherSequence> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x,
+                            int64_t executor) {
+    ctx->saved_data["executor"] = executor;
+    return gatherSequence(fromInt<Executor>(executor)->tpGroup(), x);
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
+    return {scatterSequence(exec->tpGroup(), grads[0], "backward"),
+            at::Tensor()};
+  }
+};
+
+/// Sequence parallel: partial [b, s, ...] outputs reduce-scattered into this
+/// rank's [b, s/tp, ...] sum; backward all-gathers the gradient.
+struct TpScatterSequence : torch::autograd::Function<TpScatterSequence> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x,
+                            int64_t executor, const std::string &module) {
+    ctx->saved_data["executor"] = executor;
+    return scatterSequence(fromInt<Executor>(executor)->tpGroup(), x, module);
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
+    return {gatherSequence(exec->tpGroup(), grads[0]).contiguous(),
+            at::Tensor(), at::Tensor()};
+  }
+};
+
+/// Megatron's vocab-parallel cross-entropy (mean over tokens) on logits
+/// sharded over the vocabulary: the logit max, the sum of exponentials and
+/// the target logit are all-reduced over tp; the logits never are.
+struct VocabParallelLoss : torch::autograd::Function<VocabParallelLoss> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &logits,
+                            const at::Tensor &labels, int64_t executor,
+                            int64_t vocab) {
+    auto *exec = fromInt<Executor>(executor);
+    Collectives &tp = exec->tpGroup();
+    int64_t local = logits.size(-1);
+    int64_t begin = tp.rank() * local;
+    at::Tensor x = logits.reshape({-1, local}).to(at::kFloat);
+    if (begin + local > vocab) {
+      // Padding columns of a padded vocabulary take no probability.
+      x = x.clone();
+      x.narrow(1, std::max<int64_t>(0, vocab - begin),
+               begin + local - std::max(vocab, begin))
+          .fill_(-std::numeric_limits<float>::infinity());
+    }
+    at::Tensor max = std::get<0>(x.max(1)).contiguous();
+    tp.allReduceMax(max);
+    at::Tensor shifted = x - max.unsqueeze(1);
+    at::Tensor exp = shifted.exp();
+    at::Tensor target = labels.reshape({-1}) - begin;
+    at::Tensor mine = (target >= 0) & (target < local);
+    at::Tensor index = target.clamp(0, local - 1);
+    at::Tensor targetLogit =
+        shifted.gather(1, index.unsqueeze(1)).squeeze(1) * mine.to(at::kFloat);
+    at::Tensor stats = at::stack({exp.sum(1), targetLogit}).contiguous();
+    tp.allReduceSum(stats);
+    at::Tensor loss = (stats[0].log() - stats[1]).mean();
+    ctx->save_for_backward({exp / stats[0].unsqueeze(1), index, mine});
+    ctx->saved_data["shape"] = logits.sizes().vec();
+    ctx->saved_data["dtype"] = int64_t(logits.scalar_type());
+    return loss;
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    variable_list saved = ctx->get_saved_variables();
+    at::Tensor grad = saved[0].clone();
+    grad.scatter_add_(1, saved[1].unsqueeze(1),
+                      -saved[2].to(at::kFloat).unsqueeze(1));
+    grad.mul_(grads[0] / double(grad.size(0)));
+    auto shape = ctx->saved_data["shape"].toIntVector();
+    auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
+    return {grad.view(shape).to(dtype), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -284,7 +516,7 @@ std::vector<std::unique_ptr<RecomputeRegion>> &regions() {
 //===----------------------------------------------------------------------===//
 
 Executor::Executor(const plan::Plan &plan, Collectives &comm)
-    : plan(plan), comm(comm) {}
+    : plan(plan), comm(comm), tpComm(&comm), fsdpComm(&comm), ppComm(&comm) {}
 
 Executor::~Executor() = default;
 
@@ -298,12 +530,39 @@ std::unique_ptr<Executor> Executor::create(const plan::Plan &plan,
 }
 
 bool Executor::compile(std::string &error) {
-  int world = comm.size();
+  if (!readRankLayout(plan, layout, error))
+    return false;
+  if (layout.world != comm.size()) {
+    error = "the plan is for " + std::to_string(layout.world) +
+            " ranks, this run has " + std::to_string(comm.size());
+    return false;
+  }
+  layout.place(comm.rank());
+  int shards = layout.fsdp;
   if (plan.ties())
     for (const plan::Tie *tie : *plan.ties())
       if (tie->params() && tie->params()->size() > 1)
         for (unsigned i = 1; i < tie->params()->size(); ++i)
           tiedTo[tie->params()->Get(i)->str()] = tie->params()->Get(0)->str();
+  auto splitOf = [&](const plan::Param *param, TpSplit &split) {
+    std::string tp = str(param->tp());
+    if (tp == "colwise")
+      split = TpSplit::Colwise;
+    else if (tp == "rowwise")
+      split = TpSplit::Rowwise;
+    else if (tp == "vocab")
+      split = TpSplit::Vocab;
+    else if (tp == "replicated" || tp == "sequence" || tp.empty())
+      // "sequence": a norm weight on sequence shards, whole on every rank.
+      split = TpSplit::Replicated;
+    else {
+      error = "parameter '" + std::string(str(param->path())) + "' has TP split '" + tp +
+              "' this runtime does not know (colwise, rowwise, vocab, "
+              "replicated, sequence)";
+      return false;
+    }
+    return true;
+  };
   if (plan.params())
     for (const plan::Param *param : *plan.params()) {
       std::string path = str(param->path());
@@ -312,20 +571,98 @@ bool Executor::compile(std::string &error) {
       ParamSlot slot;
       slot.path = path;
       if (param->shape())
-        slot.shape.assign(param->shape()->begin(), param->shape()->end());
-      if (slot.shape.empty())
-        slot.shape.push_back(1);
+        slot.fullShape.assign(param->shape()->begin(), param->shape()->end());
+      if (slot.fullShape.empty())
+        slot.fullShape.push_back(1);
       slot.init = str(param->init());
       slot.frozen = param->frozen();
+      slot.stages = {param->pp_stage()};
       if (slot.init != "ones" && slot.init != "zeros" &&
           slot.init.rfind("normal(", 0) != 0) {
         error = "parameter '" + path + "' has initialisation '" + slot.init +
                 "' this runtime does not know (ones, zeros, normal(std))";
         return false;
       }
+      if (!splitOf(param, slot.tp))
+        return false;
+      slot.shape = slot.fullShape;
+      int tp = layout.tp;
+      if (tp > 1) {
+        int dim = slot.tp == TpSplit::Rowwise ? 1 : 0;
+        if (slot.tp == TpSplit::Vocab) {
+          slot.tpPaddedDim0 = param->tp_padded_dim0()
+                                  ? param->tp_padded_dim0()
+                                  : slot.fullShape[0];
+          if (slot.tpPaddedDim0 < slot.fullShape[0] ||
+              slot.tpPaddedDim0 % tp) {
+            error = "parameter '" + path + "': vocab padded to " +
+                    std::to_string(slot.tpPaddedDim0) +
+                    " rows, which does not cover its " +
+                    std::to_string(slot.fullShape[0]) +
+                    " rows in a multiple of TP " + std::to_string(tp);
+            return false;
+          }
+          slot.shape[0] = slot.tpPaddedDim0 / tp;
+        } else if (slot.tp != TpSplit::Replicated) {
+          if (int(slot.fullShape.size()) <= dim ||
+              slot.fullShape[dim] % tp) {
+            error = "parameter '" + path + "' is split " + str(param->tp()) +
+                    " over TP " + std::to_string(tp) + ", but its dim " +
+                    std::to_string(dim) + " is not a multiple of it";
+            return false;
+          }
+          slot.shape[dim] /= tp;
+        }
+      }
       slotByPath[path] = paramSlots.size();
       paramSlots.push_back(std::move(slot));
     }
+  // A tie whose members sit on different stages is one copy per stage.
+  if (plan.params())
+    for (const plan::Param *param : *plan.params()) {
+      auto alias = tiedTo.find(str(param->path()));
+      if (alias == tiedTo.end())
+        continue;
+      auto owner = slotByPath.find(alias->second);
+      if (owner == slotByPath.end()) {
+        error = "tie of '" + alias->first + "' names unknown parameter '" +
+                alias->second + "'";
+        return false;
+      }
+      ParamSlot &slot = paramSlots[owner->second];
+      TpSplit split;
+      if (!splitOf(param, split))
+        return false;
+      if (layout.tp > 1 && split != slot.tp) {
+        error = "tied parameters '" + alias->second + "' and '" +
+                alias->first + "' are split differently by TP";
+        return false;
+      }
+      if (std::find(slot.stages.begin(), slot.stages.end(),
+                    param->pp_stage()) == slot.stages.end())
+        slot.stages.push_back(param->pp_stage());
+    }
+  for (ParamSlot &slot : paramSlots) {
+    std::sort(slot.stages.begin(), slot.stages.end());
+    for (int stage : slot.stages)
+      if (stage < 0 || stage >= layout.pp) {
+        error = "parameter '" + slot.path + "' is placed on stage " +
+                std::to_string(stage) + " of a " + std::to_string(layout.pp) +
+                "-stage pipeline";
+        return false;
+      }
+    if (slot.stages.size() > 2 ||
+        (slot.stages.size() == 2 &&
+         (slot.stages[0] != 0 || slot.stages[1] != layout.pp - 1))) {
+      error = "parameter '" + slot.path +
+              "' is tied across stages other than the first and the last; "
+              "parc-run all-reduces tied copies between those two only";
+      return false;
+    }
+    slot.local = layout.pp == 1 ||
+                 std::find(slot.stages.begin(), slot.stages.end(),
+                           layout.ppIndex) != slot.stages.end();
+  }
 
   if (plan.fsdp_units())
     for (const plan::FsdpUnit *entry : *plan.fsdp_units()) {
@@ -349,18 +686,19 @@ bool Executor::compile(std::string &error) {
           ParamSlot &slot = paramSlots[it->second];
           if (slot.unit >= 0)
             continue;
-          if (sp->padded_dim0() % world != 0 ||
+          if (sp->padded_dim0() % shards != 0 ||
               sp->padded_dim0() < slot.shape[0]) {
             error = "parameter '" + path + "': padded dim 0 " +
                     std::to_string(sp->padded_dim0()) +
-                    " is not a multiple of the world size " +
-                    std::to_string(world) + " covering dim 0 " +
+                    " is not a multiple of the FSDP size " +
+                    std::to_string(shards) + " covering its TP-local dim 0 " +
                     std::to_string(slot.shape[0]);
             return false;
           }
           slot.paddedDim0 = sp->padded_dim0();
           slot.unit = fsdpUnits.size();
-          unit.slots.push_back(it->second);
+          if (slot.local)
+            unit.slots.push_back(it->second);
         }
       unitByPath[unit.path] = fsdpUnits.size();
       fsdpUnits.push_back(std::move(unit));
@@ -379,8 +717,9 @@ bool Executor::compile(std::string &error) {
       fsdpUnits.push_back(std::move(root));
     }
     slot.unit = unitByPath[""];
-    slot.paddedDim0 = (slot.shape[0] + world - 1) / world * world;
-    fsdpUnits[slot.unit].slots.push_back(i);
+    slot.paddedDim0 = (slot.shape[0] + shards - 1) / shards * shards;
+    if (slot.local)
+      fsdpUnits[slot.unit].slots.push_back(i);
   }
   if (!unitByPath.count("")) {
     FsdpUnit root;
@@ -556,12 +895,14 @@ bool Executor::compile(std::string &error) {
           return false;
         }
         if (op.kind == OpKind::Embedding)
-          vocab = std::max(vocab, paramSlots[op.weight].shape[0]);
+          vocab = std::max(vocab, paramSlots[op.weight].fullShape[0]);
         compiled->ops.push_back(std::move(op));
       }
     compiled->numValues = numValues;
     if (fwd->results())
       compiled->results.assign(fwd->results()->begin(), fwd->results()->end());
+    for (CompiledOp &op : compiled->ops)
+      op.gatherOperand.assign(op.operands.size(), false);
     forwards[compiled->module] = std::move(compiled);
   }
   for (auto &[path, fwd] : forwards)
@@ -580,7 +921,399 @@ bool Executor::compile(std::string &error) {
             "models";
     return false;
   }
+  if (layout.tp > 1) {
+    std::vector<int> rootResults;
+    if (!compileTp(*forwards.at(""), {0, 0}, rootResults, error))
+      return false;
+  }
+  if (layout.pp > 1)
+    return compilePipeline(error);
   return true;
+}
+
+/// What TP makes of each value of a forward: replicated on every rank,
+/// split over features (between a column- and a row-parallel linear), over
+/// the vocabulary (logits of a vocab linear), or, under sequence parallel,
+/// over the sequence (the residual stream between the TP regions).
+enum class TpValue { Full = 0, Features, Vocab, Sequence };
+
+bool Executor::compileTp(CompiledForward &fwd, const std::vector<int> &args,
+                         std::vector<int> &returned, std::string &error) {
+  std::string where = "TP " + std::to_string(layout.tp) + ": forward of '" +
+                      fwd.module + "'";
+  // A module is analysed once, for the split of its arguments at its call.
+  auto seen = tpArgs.find(fwd.module);
+  if (seen != tpArgs.end()) {
+    if (seen->second != args) {
+      error = where + ": called with differently split arguments; parc-run "
+              "analyses each module for one call";
+      return false;
+    }
+    returned = tpResults[fwd.module];
+    return true;
+  }
+  tpArgs[fwd.module] = args;
+  std::vector<TpValue> state(fwd.numValues, TpValue::Full);
+  for (size_t i = 0; i < args.size() && i < state.size(); ++i)
+    state[i] = TpValue(args[i]);
+  bool sp = layout.sequenceParallel;
+  for (CompiledOp &op : fwd.ops) {
+    if (op.weight >= 0)
+      op.weightSplit = paramSlots[op.weight].tp;
+    bool features = false, full = false, sequence = false;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      TpValue v = state[op.operands[i]];
+      bool keepsVocab = (op.kind == OpKind::Softcap && i == 0) ||
+                        (op.kind == OpKind::CrossEntropy && i == 0 &&
+                         layout.lossParallel);
+      if (v == TpValue::Vocab && !keepsVocab) {
+        op.gatherOperand[i] = true;
+        v = TpValue::Full;
+      }
+      if (v == TpValue::Features)
+        features = true;
+      else if (v == TpValue::Sequence)
+        sequence = true;
+      else if (v == TpValue::Full && !(op.kind == OpKind::CrossEntropy && i))
+        full = true;
+    }
+    std::string what = "'" + op.name + "'" +
+                       (op.weight >= 0
+                            ? " on '" + paramSlots[op.weight].path + "'"
+                            : std::string());
+    auto refuse = [&](const std::string &why) {
+      error = where + ": " + what + " " + why;
+      return false;
+    };
+    if (sequence && (features || full) && op.kind != OpKind::Call)
+      return refuse("mixes sequence-parallel values with others");
+    TpValue result = TpValue::Full;
+    switch (op.kind) {
+    case OpKind::Linear:
+      if (op.weightSplit == TpSplit::Colwise ||
+          op.weightSplit == TpSplit::Vocab) {
+        if (features)
+          return refuse("is column-parallel on an input that is already "
+                        "split over TP ranks");
+        // Sequence parallel: all-gather the sequence shards first (its
+        // backward reduce-scatters); otherwise the replicated input's
+        // gradient is all-reduced.
+        op.seqGatherInput = sequence;
+        op.tpCopyInput = !sequence;
+        result = op.weightSplit == TpSplit::Vocab ? TpValue::Vocab
+                                                  : TpValue::Features;
+      } else if (op.weightSplit == TpSplit::Rowwise) {
+        if (!features)
+          return refuse("is row-parallel on an input that is not split over "
+                        "TP ranks");
+        op.tpReduceOutput = !sp;
+        op.seqScatterOutput = sp;
+        result = sp ? TpValue::Sequence : TpValue::Full;
+      } else if (features || sequence) {
+        return refuse("is replicated on an input split over TP ranks");
+      }
+      if (op.bias >= 0 && paramSlots[op.bias].tp != TpSplit::Replicated &&
+          op.weightSplit == TpSplit::Rowwise)
+        return refuse("has a split bias after a row-parallel linear");
+      if (op.bias >= 0 && op.weightSplit == TpSplit::Rowwise && sp)
+        return refuse("has a bias after a sequence-parallel reduce-scatter, "
+                      "which parc-run does not run");
+      break;
+    case OpKind::Embedding:
+      if (op.weightSplit == TpSplit::Colwise ||
+          op.weightSplit == TpSplit::Rowwise)
+        return refuse("is an embedding split " +
+                      std::string(op.weightSplit == TpSplit::Colwise
+                                      ? "colwise"
+                                      : "rowwise") +
+                      "; parc-run splits embeddings over the vocabulary");
+      if (sp && op.weightSplit != TpSplit::Vocab)
+        return refuse("is a replicated embedding under sequence parallel; "
+                      "parc-run starts the sequence shards at a vocab-parallel "
+                      "embedding");
+      op.tpReduceOutput = op.weightSplit == TpSplit::Vocab && !sp;
+      op.seqScatterOutput = op.weightSplit == TpSplit::Vocab && sp;
+      result = sp ? TpValue::Sequence : TpValue::Full;
+      break;
+    case OpKind::Matmul:
+      if (op.weightSplit != TpSplit::Replicated || features || sequence)
+        return refuse("is a TP-split matmul, which parc-run does not run");
+      break;
+    case OpKind::RmsNorm:
+    case OpKind::LayerNorm:
+      if (op.weightSplit != TpSplit::Replicated)
+        return refuse("is a norm with a TP-split weight");
+      if (features || sequence) {
+        // Per-head norms on local heads, or norms on sequence shards: each
+        // rank's weight gradient sums its own part only.
+        op.tpWeightGrad = true;
+        result = state[op.operands[0]];
+      }
+      break;
+    case OpKind::Rope:
+    case OpKind::Attention:
+      if (sequence)
+        return refuse("needs the whole sequence but gets a sequence shard");
+      if (op.kind == OpKind::Attention && features && full)
+        return refuse("mixes values split over TP ranks with replicated ones");
+      result = features ? TpValue::Features : TpValue::Full;
+      break;
+    case OpKind::Activation:
+    case OpKind::Softcap:
+      result = state[op.operands[0]];
+      if (op.gatherOperand[0])
+        result = TpValue::Full;
+      break;
+    case OpKind::Add:
+    case OpKind::Mul:
+      if (features && full)
+        return refuse("mixes values split over TP ranks with replicated ones");
+      result = features ? TpValue::Features
+                        : sequence ? TpValue::Sequence : TpValue::Full;
+      break;
+    case OpKind::CrossEntropy:
+      if (features || sequence)
+        return refuse("takes logits split over features or the sequence");
+      op.vocabParallelLoss = !op.gatherOperand[0] &&
+                             state[op.operands[0]] == TpValue::Vocab;
+      break;
+    case OpKind::Call: {
+      if (features)
+        return refuse("passes values split over TP ranks to '" + op.callee +
+                      "'; parc-run keeps TP-split values inside one module");
+      std::vector<int> in, out;
+      for (size_t i = 0; i < op.operands.size(); ++i)
+        in.push_back(op.gatherOperand[i] ? int(TpValue::Full)
+                                         : int(state[op.operands[i]]));
+      if (!compileTp(*forwards.at(op.callee), in, out, error))
+        return false;
+      for (size_t i = 0; i < op.results.size() && i < out.size(); ++i)
+        state[op.results[i]] = TpValue(out[i]);
+      continue;
+    }
+    }
+    for (int id : op.results)
+      state[id] = result;
+  }
+  returned.clear();
+  for (int id : fwd.results) {
+    if (state[id] == TpValue::Features || state[id] == TpValue::Vocab) {
+      error = where + ": returns a value split over TP ranks (value " +
+              std::to_string(id) + "); parc-run keeps TP-split values inside "
+              "one module";
+      return false;
+    }
+    returned.push_back(int(state[id]));
+  }
+  if (fwd.module.empty() && !returned.empty() &&
+      returned[0] != int(TpValue::Full)) {
+    error = where + ": the loss is split over the sequence";
+    return false;
+  }
+  tpResults[fwd.module] = returned;
+  return true;
+}
+
+bool Executor::compilePipeline(std::string &error) {
+  pipeline = std::make_unique<Pipeline>();
+  Pipeline &pipe = *pipeline;
+  // A layer's virtual stage: chunk x stages + stage.
+  std::map<std::string, int> layerStage;
+  int pp = layout.pp;
+  pipe.virtualStages = pp * layout.chunks;
+  if (plan.modules())
+    for (const plan::Module *module : *plan.modules())
+      if (module->layer_index() >= 0) {
+        if (module->pp_chunk() < 0 || module->pp_chunk() >= layout.chunks) {
+          error = "PP: layer '" + std::string(str(module->path())) +
+                  "' is in chunk " + std::to_string(module->pp_chunk()) +
+                  " of " + std::to_string(layout.chunks);
+          return false;
+        }
+        layerStage[str(module->path())] =
+            module->pp_chunk() * pp + module->pp_stage();
+      }
+  // Flatten: inline every call but a layer's.
+  std::function<bool(const std::string &, const std::vector<int> &,
+                     std::vector<int> &)>
+      flatten = [&](const std::string &module, const std::vector<int> &args,
+                    std::vector<int> &results) {
+        const CompiledForward &fwd = *forwards.at(module);
+        std::vector<int> ids(fwd.numValues, -1);
+        std::copy(args.begin(), args.end(), ids.begin());
+        for (const CompiledOp &op : fwd.ops) {
+          std::vector<int> operands;
+          for (int id : op.operands)
+            operands.push_back(ids[id]);
+          if (op.kind == OpKind::Call && !layerStage.count(op.callee)) {
+            auto unit = unitByPath.find(op.callee);
+            if (unit != unitByPath.end() && !op.callee.empty()) {
+              error = "PP: module '" + op.callee +
+                      "' is an FSDP unit but not a layer; parc-run pipelines "
+                      "plans whose units are the layers and the root";
+              return false;
+            }
+            if (rematByPath.count(op.callee)) {
+              error = "PP: module '" + op.callee +
+                      "' has remat but is not a layer";
+              return false;
+            }
+            std::vector<int> out;
+            if (!flatten(op.callee, operands, out))
+              return false;
+            for (size_t i = 0; i < op.results.size(); ++i)
+              ids[op.results[i]] = out[i];
+            continue;
+          }
+          Pipeline::Step step;
+          step.op = &op;
+          step.operands = operands;
+          for (int id : op.results) {
+            ids[id] = pipe.numValues++;
+            step.results.push_back(ids[id]);
+          }
+          pipe.steps.push_back(std::move(step));
+        }
+        for (int id : fwd.results)
+          results.push_back(ids[id]);
+        return true;
+      };
+  std::vector<int> rootResults;
+  if (!flatten("", {0, 1}, rootResults))
+    return false;
+  pipe.lossValue = rootResults.empty() ? -1 : rootResults[0];
+  // Stages: a layer runs on its stage; the ops before the first layer on
+  // the first layer's stage, every other op on the stage of the layer
+  // before it.
+  int current = -1;
+  for (Pipeline::Step &step : pipe.steps)
+    if (step.op->kind == OpKind::Call && layerStage.count(step.op->callee)) {
+      current = layerStage[step.op->callee];
+      break;
+    }
+  if (current != 0) {
+    error = "PP: the first layer of the model runs on virtual stage " +
+            std::to_string(current) + ", not 0";
+    return false;
+  }
+  for (Pipeline::Step &step : pipe.steps) {
+    if (step.op->kind == OpKind::Call && layerStage.count(step.op->callee)) {
+      int stage = layerStage[step.op->callee];
+      if (stage < current) {
+        error = "PP: layer '" + step.op->callee + "' runs on virtual stage " +
+                std::to_string(stage) + " after a layer of virtual stage " +
+                std::to_string(current);
+        return false;
+      }
+      current = stage;
+    }
+    step.stage = current;
+    for (int slot : {step.op->weight, step.op->bias})
+      if (slot >= 0) {
+        const ParamSlot &p = paramSlots[slot];
+        if (std::find(p.stages.begin(), p.stages.end(), current % pp) ==
+            p.stages.end()) {
+          error = "PP: '" + step.op->name + "' in the forward of '" +
+                  step.op->module + "' runs on stage " +
+                  std::to_string(current % pp) + " but the plan holds '" +
+                  p.path + "' on stage " + std::to_string(p.stages[0]);
+          return false;
+        }
+      }
+  }
+  if (current != pipe.virtualStages - 1) {
+    error = "PP: the loss is computed on virtual stage " +
+            std::to_string(current) + ", not the last one " +
+            std::to_string(pipe.virtualStages - 1);
+    return false;
+  }
+  pipe.usesRoot.assign(pipe.virtualStages, false);
+  for (const Pipeline::Step &step : pipe.steps)
+    for (int slot : {step.op->weight, step.op->bias})
+      if (slot >= 0 && paramSlots[slot].unit == unitByPath[""])
+        pipe.usesRoot[step.stage] = true;
+  // What crosses each boundary.
+  std::vector<int> definedOn(pipe.numValues, -1), lastUse(pipe.numValues, -1);
+  for (const Pipeline::Step &step : pipe.steps) {
+    for (int id : step.results)
+      definedOn[id] = step.stage;
+    for (int id : step.operands)
+      lastUse[id] = std::max(lastUse[id], step.stage);
+  }
+  pipe.crossing.resize(pipe.virtualStages - 1);
+  for (int b = 0; b + 1 < pipe.virtualStages; ++b)
+    for (int id = 2; id < pipe.numValues; ++id)
+      if (definedOn[id] >= 0 && definedOn[id] <= b && lastUse[id] > b)
+        pipe.crossing[b].push_back(id);
+  // This stage's schedule.
+  int64_t slots = layout.microbatches * layout.chunks;
+  std::vector<int> forwardDone(slots, 0), backwardDone(slots, 0);
+  for (const std::string &text : layout.stageSteps[layout.ppIndex]) {
+    std::string where = "PP: stage " + std::to_string(layout.ppIndex) +
+                        " schedule step '" + text + "'";
+    char *end = nullptr;
+    long micro = text.size() > 1 ? std::strtol(text.c_str() + 1, &end, 10) : -1;
+    long chunk = 0;
+    if (end && end[0] == '.' && end[1] == 'c')
+      chunk = std::strtol(end + 2, &end, 10);
+    if ((text[0] != 'F' && text[0] != 'B') || micro < 0 || !end || *end ||
+        micro >= layout.microbatches || chunk < 0 || chunk >= layout.chunks) {
+      error = where + " is not F<m> / B<m> (.c<chunk>) with m below " +
+              std::to_string(layout.microbatches) + " and chunk below " +
+              std::to_string(layout.chunks);
+      return false;
+    }
+    bool forward = text[0] == 'F';
+    int64_t id = micro * layout.chunks + chunk;
+    if (forward ? forwardDone[id]++ : backwardDone[id]++) {
+      error = where + " repeats a step";
+      return false;
+    }
+    if (!forward && !forwardDone[id]) {
+      error = where + " comes before the micro-batch's forward";
+      return false;
+    }
+    pipe.order.push_back({forward, micro, chunk});
+  }
+  for (int64_t id = 0; id < slots; ++id)
+    if (!forwardDone[id] || !backwardDone[id]) {
+      error = "PP: stage " + std::to_string(layout.ppIndex) +
+              "'s schedule does not run micro-batch " +
+              std::to_string(id / layout.chunks) + " chunk " +
+              std::to_string(id % layout.chunks) + " forward and backward";
+      return false;
+    }
+  return true;
+}
+
+void Executor::connectGroups() {
+  const RankLayout &l = layout;
+  auto group = [&](const char *name, std::vector<int> ranks,
+                   std::unique_ptr<Collectives> &owned) -> Collectives * {
+    if (int(ranks.size()) == comm.size())
+      return &comm;
+    owned = comm.subgroup(ranks, name);
+    return owned.get();
+  };
+  std::vector<int> tp, fsdp, pp;
+  for (int t = 0; t < l.tp; ++t)
+    tp.push_back(l.rankAt(l.ppIndex, l.dpIndex, l.fsdpIndex, t));
+  for (int f = 0; f < l.fsdp; ++f)
+    fsdp.push_back(l.rankAt(l.ppIndex, l.dpIndex, f, l.tpIndex));
+  for (int p = 0; p < l.pp; ++p)
+    pp.push_back(l.rankAt(p, l.dpIndex, l.fsdpIndex, l.tpIndex));
+  tpComm = group("tp", tp, ownedTp);
+  fsdpComm = group("fsdp", fsdp, ownedFsdp);
+  ppComm = group("pp", pp, ownedPp);
+  bool tiedAcross = false;
+  for (const ParamSlot &slot : paramSlots)
+    tiedAcross |= slot.stages.size() > 1;
+  if (l.pp > 1 && tiedAcross && (l.isFirstStage() || l.isLastStage())) {
+    if (l.pp == 2)
+      tiedComm = ppComm;
+    else
+      tiedComm = group("tied", {pp.front(), pp.back()}, ownedTied);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -588,31 +1321,73 @@ bool Executor::compile(std::string &error) {
 //===----------------------------------------------------------------------===//
 
 void Executor::materialise(uint64_t seed) {
-  int world = comm.size(), rank = comm.rank();
+  int shards = layout.fsdp, shard = layout.fsdpIndex;
+  int tp = layout.tp;
   for (ParamSlot &slot : paramSlots) {
+    if (!slot.local)
+      continue;
     at::Tensor full;
     if (slot.init == "ones")
-      full = at::ones(slot.shape, at::kFloat);
+      full = at::ones(slot.fullShape, at::kFloat);
     else if (slot.init == "zeros")
-      full = at::zeros(slot.shape, at::kFloat);
+      full = at::zeros(slot.fullShape, at::kFloat);
     else {
       double std = std::stod(slot.init.substr(7));
       at::Generator gen =
           at::make_generator<at::CPUGeneratorImpl>(fnv1a(slot.path, seed));
-      full = at::normal(0.0, std, slot.shape, gen);
+      full = at::normal(0.0, std, slot.fullShape, gen);
     }
-    int64_t rows = slot.rowsPerRank(world);
+    // The TP slice of the world-1 tensor, then this rank's FSDP rows of it.
+    if (tp > 1 && slot.tp != TpSplit::Replicated) {
+      if (slot.tp == TpSplit::Vocab && slot.tpPaddedDim0 > full.size(0)) {
+        std::vector<int64_t> pad = slot.fullShape;
+        pad[0] = slot.tpPaddedDim0 - full.size(0);
+        full = at::cat({full, at::zeros(pad, full.options())}, 0);
+      }
+      int dim = slot.tp == TpSplit::Rowwise ? 1 : 0;
+      full = full.chunk(tp, dim)[layout.tpIndex].contiguous();
+    }
+    int64_t rows = slot.rowsPerRank(shards);
     std::vector<int64_t> shardShape = slot.shape;
     shardShape[0] = rows;
-    at::Tensor shard = at::zeros(shardShape, at::kFloat);
-    int64_t begin = rank * rows;
+    at::Tensor mine = at::zeros(shardShape, at::kFloat);
+    int64_t begin = shard * rows;
     int64_t end = std::min<int64_t>(begin + rows, slot.shape[0]);
     if (end > begin)
-      shard.narrow(0, 0, end - begin).copy_(full.narrow(0, begin, end - begin));
-    slot.master = shard.requires_grad_(!slot.frozen);
-    slot.expAvg = at::zeros_like(shard);
-    slot.expAvgSq = at::zeros_like(shard);
+      mine.narrow(0, 0, end - begin).copy_(full.narrow(0, begin, end - begin));
+    slot.master = mine.requires_grad_(!slot.frozen);
+    slot.expAvg = at::zeros_like(mine);
+    slot.expAvgSq = at::zeros_like(mine);
   }
+}
+
+void Executor::reduceTiedCopies() {
+  if (!tiedComm)
+    return;
+  for (ParamSlot &slot : paramSlots) {
+    if (slot.stages.size() < 2 || !slot.local || slot.frozen)
+      continue;
+    if (!slot.master.grad().defined())
+      slot.master.mutable_grad() = at::zeros_like(slot.master);
+    at::Tensor grad = slot.master.grad();
+    tiedComm->allReduceSum(grad);
+  }
+}
+
+double Executor::gradSquares() {
+  double sum = 0;
+  for (ParamSlot &slot : paramSlots) {
+    if (!slot.local || slot.frozen || !slot.master.grad().defined())
+      continue;
+    // Replicated over TP: every TP rank holds the same gradient.
+    if (slot.tp == TpSplit::Replicated && layout.tpIndex != 0)
+      continue;
+    // A tie spanning stages: both copies hold the all-reduced gradient.
+    if (slot.stages.size() > 1 && layout.ppIndex != slot.stages[0])
+      continue;
+    sum += slot.master.grad().to(at::kDouble).pow(2).sum().item<double>();
+  }
+  return sum;
 }
 
 std::vector<int> Executor::moduleSlots(const std::string &module) {
@@ -625,7 +1400,7 @@ std::vector<int> Executor::moduleSlots(const std::string &module) {
 }
 
 std::vector<at::Tensor> Executor::gather(FsdpUnit &unit) {
-  int world = comm.size();
+  int world = fsdpComm->size();
   std::vector<at::Tensor> fulls;
   unit.storages.clear();
   for (int s : unit.slots) {
@@ -641,7 +1416,7 @@ std::vector<at::Tensor> Executor::gather(FsdpUnit &unit) {
     std::vector<int64_t> padded = slot.shape;
     padded[0] = slot.paddedDim0;
     at::Tensor buffer = at::empty(padded, shard.options());
-    comm.allGather(shard, buffer);
+    fsdpComm->allGather(shard, buffer);
     at::Tensor full = buffer;
     if (slot.paddedDim0 != slot.shape[0])
       // Same storage, not a view: the storage is freed and refilled whole.
@@ -663,7 +1438,7 @@ void Executor::release(FsdpUnit &unit) {
 }
 
 void Executor::regather(FsdpUnit &unit) {
-  int world = comm.size();
+  int world = fsdpComm->size();
   for (size_t i = 0; i < unit.slots.size(); ++i) {
     c10::Storage &target = unit.storages[i];
     if (!target)
@@ -676,7 +1451,7 @@ void Executor::regather(FsdpUnit &unit) {
     if (world == 1)
       buffer.copy_(shard);
     else
-      comm.allGather(shard, buffer);
+      fsdpComm->allGather(shard, buffer);
     // Move the data under the storage autograd saved, without bumping any
     // version counter.
     c10::StorageImpl *source = buffer.storage().unsafeGetStorageImpl();
@@ -691,7 +1466,7 @@ void Executor::regather(FsdpUnit &unit) {
 
 std::vector<at::Tensor>
 Executor::reduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads) {
-  int world = comm.size();
+  int world = fsdpComm->size();
   std::vector<at::Tensor> shards;
   for (size_t i = 0; i < unit.slots.size(); ++i) {
     ParamSlot &slot = paramSlots[unit.slots[i]];
@@ -712,7 +1487,7 @@ Executor::reduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads) {
       padShape[0] = slot.paddedDim0 - slot.shape[0];
       flat = at::cat({flat, at::zeros(padShape, flat.options())}, 0);
     }
-    at::Tensor mine = comm.reduceScatterSum(flat.contiguous());
+    at::Tensor mine = fsdpComm->reduceScatterSum(flat.contiguous());
     // Data parallel: each rank's loss is the mean over its own tokens.
     shards.push_back(mine.to(at::kFloat).div_(world));
   }
@@ -732,10 +1507,10 @@ const at::Tensor &Executor::param(int slot, const CompiledOp &op) {
 // Running forwards
 //===----------------------------------------------------------------------===//
 
-at::Tensor Executor::loss(const at::Tensor &ids, const at::Tensor &labels) {
-  // The previous micro-batch's graph has been run backward: its regions go.
-  regions().clear();
+std::vector<at::Tensor> Executor::gatherRoot() {
   FsdpUnit &root = units()[unitByPath[""]];
+  if (root.slots.empty())
+    return {};
   std::vector<at::Tensor> masters;
   for (int s : root.slots)
     masters.push_back(paramSlots[s].master);
@@ -743,14 +1518,163 @@ at::Tensor Executor::loss(const at::Tensor &ids, const at::Tensor &labels) {
                                           int64_t(unitByPath[""]));
   for (size_t i = 0; i < root.slots.size(); ++i)
     paramSlots[root.slots[i]].full = fulls[i];
-  std::vector<at::Tensor> results = run("", {ids, labels});
-  for (int s : root.slots)
+  return fulls;
+}
+
+void Executor::releaseRoot() {
+  for (int s : units()[unitByPath[""]].slots)
     paramSlots[s].full = at::Tensor();
+}
+
+at::Tensor Executor::loss(const at::Tensor &ids, const at::Tensor &labels) {
+  if (pipeline)
+    throw std::runtime_error("a pipelined plan runs through pipelineStep");
+  // The previous micro-batch's graph has been run backward: its regions go.
+  regions().clear();
+  sequenceGather = {};
+  gatherRoot();
+  std::vector<at::Tensor> results = run("", {ids, labels});
+  releaseRoot();
   if (results.size() != 1 || results[0].dim() != 0)
     throw std::runtime_error("the model's forward must return one scalar "
                              "loss; this plan's returns " +
                              std::to_string(results.size()) + " values");
   return results[0];
+}
+
+namespace {
+
+/// Tags of one pipeline message: virtual boundary, micro-batch, direction,
+/// the value's place in the boundary's list, header or data.
+int pipelineTag(int boundary, int64_t micro, bool backward, size_t index) {
+  return int((((boundary * 1024 + micro) * 2 + (backward ? 1 : 0)) * 256 +
+              index) *
+             2);
+}
+
+} // namespace
+
+void Executor::sendValue(const at::Tensor &value, int peer, int tag) {
+  at::Tensor data = value.detach().contiguous();
+  if (data.dim() > 7)
+    throw std::runtime_error("PP: cannot send a " +
+                             std::to_string(data.dim()) + "-d value");
+  at::Tensor header = at::zeros({10}, at::kLong);
+  auto *h = header.data_ptr<int64_t>();
+  h[0] = data.dim();
+  h[1] = int64_t(data.scalar_type());
+  h[2] = value.requires_grad();
+  for (int64_t d = 0; d < data.dim(); ++d)
+    h[3 + d] = data.size(d);
+  ppComm->send(header, peer, tag);
+  ppComm->send(data, peer, tag + 1);
+}
+
+at::Tensor Executor::recvValue(int peer, int tag) {
+  at::Tensor header = at::zeros({10}, at::kLong);
+  ppComm->recv(header, peer, tag);
+  auto *h = header.data_ptr<int64_t>();
+  std::vector<int64_t> shape(h + 3, h + 3 + h[0]);
+  at::Tensor data =
+      at::empty(shape, at::TensorOptions().dtype(at::ScalarType(h[1])));
+  ppComm->recv(data, peer, tag + 1);
+  if (h[2])
+    data.requires_grad_(true);
+  return data;
+}
+
+double Executor::pipelineStep(
+    const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)> &batch,
+    const std::function<void(int64_t)> &afterForward) {
+  if (!pipeline)
+    throw std::runtime_error("pipelineStep on a plan without a pipeline");
+  Pipeline &pipe = *pipeline;
+  regions().clear();
+  sequenceGather = {};
+  int pp = layout.pp;
+  if (layout.microbatches > 1024 || pipe.virtualStages > 8)
+    throw std::runtime_error("PP: more than 1024 micro-batches or 8 virtual "
+                             "stages do not fit the message tags");
+  double lossSum = 0;
+  for (const Pipeline::Entry &entry : pipe.order) {
+    int64_t micro = entry.micro;
+    int stage = entry.chunk * pp + layout.ppIndex;
+    bool first = stage == 0, last = stage == pipe.virtualStages - 1;
+    int prev = (stage + pp - 1) % pp, next = (stage + 1) % pp;
+    Pipeline::InFlight &flight = pipe.inFlight[{micro, entry.chunk}];
+    if (entry.forward) {
+      auto [ids, labels] = batch(micro);
+      std::vector<at::Tensor> values(pipe.numValues);
+      values[0] = ids;
+      values[1] = labels;
+      if (!first) {
+        const std::vector<int> &in = pipe.crossing[stage - 1];
+        for (size_t i = 0; i < in.size(); ++i) {
+          values[in[i]] =
+              recvValue(prev, pipelineTag(stage - 1, micro, false, i));
+          flight.received.push_back(values[in[i]]);
+        }
+      }
+      if (pipe.usesRoot[stage])
+        gatherRoot();
+      for (const Pipeline::Step &step : pipe.steps) {
+        if (step.stage != stage)
+          continue;
+        std::vector<at::Tensor> operands;
+        for (int id : step.operands)
+          operands.push_back(values[id]);
+        std::vector<at::Tensor> outputs = runOp(*step.op, operands);
+        for (size_t i = 0; i < step.results.size(); ++i)
+          values[step.results[i]] = std::move(outputs[i]);
+      }
+      releaseRoot();
+      if (last) {
+        flight.loss = values[pipe.lossValue];
+        if (!flight.loss.defined() || flight.loss.dim() != 0)
+          throw std::runtime_error("the model's forward must return one "
+                                   "scalar loss");
+        lossSum += flight.loss.item<double>();
+      } else {
+        const std::vector<int> &out = pipe.crossing[stage];
+        for (size_t i = 0; i < out.size(); ++i) {
+          sendValue(values[out[i]], next, pipelineTag(stage, micro, false, i));
+          flight.sent.push_back(values[out[i]]);
+        }
+      }
+      if (afterForward && entry.chunk == 0)
+        afterForward(micro);
+      continue;
+    }
+    // Backward of this micro-batch on this (virtual) stage.
+    if (last) {
+      (flight.loss / double(layout.microbatches)).backward();
+    } else {
+      std::vector<at::Tensor> outs, grads;
+      for (size_t i = 0; i < flight.sent.size(); ++i) {
+        const at::Tensor &out = flight.sent[i];
+        if (!out.requires_grad())
+          continue;
+        at::Tensor grad =
+            at::empty(out.sizes(), out.options().requires_grad(false));
+        ppComm->recv(grad, next, pipelineTag(stage, micro, true, i));
+        outs.push_back(out);
+        grads.push_back(grad);
+      }
+      if (!outs.empty())
+        torch::autograd::backward(outs, grads);
+    }
+    if (!first)
+      for (size_t i = 0; i < flight.received.size(); ++i) {
+        const at::Tensor &in = flight.received[i];
+        if (!in.requires_grad())
+          continue;
+        at::Tensor grad = in.grad().defined() ? in.grad() : at::zeros_like(in);
+        ppComm->send(grad, prev, pipelineTag(stage - 1, micro, true, i));
+      }
+    pipe.inFlight.erase({micro, entry.chunk});
+  }
+  ppComm->flushSends();
+  return lossSum;
 }
 
 std::vector<at::Tensor> Executor::callModule(const std::string &callee,
@@ -794,11 +1718,12 @@ std::vector<at::Tensor> Executor::callModule(const std::string &callee,
   std::vector<at::Tensor> outputs = run(callee, args);
   for (int s : unit.slots)
     paramSlots[s].full = at::Tensor();
-  if (unit.reshardAfterForward && comm.size() > 1) {
+  if (unit.reshardAfterForward && fsdpComm->size() > 1) {
     release(unit);
     for (at::Tensor &out : outputs)
       if (out.requires_grad())
-        out = PreBackward::apply(out, intPtr(this), int64_t(index));
+        out = PreBackward::apply(out, intPtr(this), int64_t(index),
+                                 unit.gathers);
   }
   return outputs;
 }
@@ -816,33 +1741,8 @@ std::vector<at::Tensor> Executor::run(const std::string &module,
     std::vector<at::Tensor> operands;
     for (int id : op.operands)
       operands.push_back(values[id]);
-    std::vector<at::Tensor> outputs;
     int64_t before = memoryProbe ? memoryProbe() : 0;
-    if (op.kind == OpKind::Call) {
-      outputs = callModule(op.callee, operands);
-    } else if (op.recompute && at::GradMode::is_enabled()) {
-      auto region = std::make_unique<RecomputeRegion>();
-      region->exec = this;
-      region->op = &op;
-      region->numActivations = operands.size();
-      variable_list inputs = operands;
-      if (op.weight >= 0)
-        inputs.push_back(param(op.weight, op));
-      if (op.bias >= 0)
-        inputs.push_back(param(op.bias, op));
-      RecomputeRegion *raw = region.get();
-      regions().push_back(std::move(region));
-      outputs = Recompute::apply(at::TensorList(inputs), intPtr(raw));
-    } else {
-      at::Tensor weight = op.weight >= 0 ? param(op.weight, op) : at::Tensor();
-      at::Tensor bias = op.bias >= 0 ? param(op.bias, op) : at::Tensor();
-      outputs = {apply(op, operands, weight, bias)};
-    }
-    if (outputs.size() != op.results.size())
-      throw std::runtime_error("forward of '" + module + "': '" + op.name +
-                               "' produced " + std::to_string(outputs.size()) +
-                               " values, the plan expects " +
-                               std::to_string(op.results.size()));
+    std::vector<at::Tensor> outputs = runOp(op, std::move(operands));
     for (size_t i = 0; i < outputs.size(); ++i)
       values[op.results[i]] = std::move(outputs[i]);
     if (memoryProbe && at::GradMode::is_enabled())
@@ -853,6 +1753,40 @@ std::vector<at::Tensor> Executor::run(const std::string &module,
   for (int id : fwd.results)
     results.push_back(values[id]);
   return results;
+}
+
+std::vector<at::Tensor> Executor::runOp(const CompiledOp &op,
+                                        std::vector<at::Tensor> operands) {
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (i < op.gatherOperand.size() && op.gatherOperand[i])
+      operands[i] = TpGatherVocab::apply(operands[i], intPtr(this), vocab);
+  std::vector<at::Tensor> outputs;
+  if (op.kind == OpKind::Call) {
+    outputs = callModule(op.callee, operands);
+  } else if (op.recompute && at::GradMode::is_enabled()) {
+    auto region = std::make_unique<RecomputeRegion>();
+    region->exec = this;
+    region->op = &op;
+    region->numActivations = operands.size();
+    variable_list inputs = operands;
+    if (op.weight >= 0)
+      inputs.push_back(param(op.weight, op));
+    if (op.bias >= 0)
+      inputs.push_back(param(op.bias, op));
+    RecomputeRegion *raw = region.get();
+    regions().push_back(std::move(region));
+    outputs = Recompute::apply(at::TensorList(inputs), intPtr(raw));
+  } else {
+    at::Tensor weight = op.weight >= 0 ? param(op.weight, op) : at::Tensor();
+    at::Tensor bias = op.bias >= 0 ? param(op.bias, op) : at::Tensor();
+    outputs = {apply(op, operands, weight, bias)};
+  }
+  if (outputs.size() != op.results.size())
+    throw std::runtime_error("forward of '" + op.module + "': '" + op.name +
+                             "' produced " + std::to_string(outputs.size()) +
+                             " values, the plan expects " +
+                             std::to_string(op.results.size()));
+  return outputs;
 }
 
 at::Tensor Executor::ropeTables(int64_t seq, const CompiledOp &op, bool sine) {
@@ -895,14 +1829,57 @@ at::Tensor Executor::ropeTables(int64_t seq, const CompiledOp &op, bool sine) {
 
 at::Tensor Executor::apply(const CompiledOp &op,
                            const std::vector<at::Tensor> &in,
-                           const at::Tensor &weight, const at::Tensor &bias) {
+                           const at::Tensor &weightArg, const at::Tensor &bias) {
+  // A replicated weight on TP-local features: its gradient is all-reduced.
+  at::Tensor weight = op.tpWeightGrad && weightArg.defined()
+                          ? TpCopy::apply(weightArg, intPtr(this))
+                          : weightArg;
   switch (op.kind) {
   case OpKind::Embedding: {
-    at::Tensor out = at::embedding(weight, in[0]);
+    at::Tensor out;
+    if (op.tpReduceOutput) {
+      // Vocab-parallel: this rank looks up the ids in its rows, zeros the
+      // others, and the all-reduce adds the ranks' rows.
+      int64_t rows = weight.size(0);
+      at::Tensor local = in[0] - tpComm->rank() * rows;
+      at::Tensor mine = (local >= 0) & (local < rows);
+      out = at::embedding(weight, local.masked_fill(~mine, 0)) *
+            mine.unsqueeze(-1).to(weight.scalar_type());
+      out = TpReduce::apply(out, intPtr(this));
+    } else if (op.seqScatterOutput) {
+      int64_t rows = weight.size(0);
+      at::Tensor local = in[0] - tpComm->rank() * rows;
+      at::Tensor mine = (local >= 0) & (local < rows);
+      out = at::embedding(weight, local.masked_fill(~mine, 0)) *
+            mine.unsqueeze(-1).to(weight.scalar_type());
+      out = TpScatterSequence::apply(out, intPtr(this), op.module);
+    } else {
+      out = at::embedding(weight, in[0]);
+    }
     return op.hasScale ? out * op.scale : out;
   }
-  case OpKind::Linear:
-    return at::linear(in[0], weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+  case OpKind::Linear: {
+    at::Tensor x = in[0];
+    if (op.tpCopyInput)
+      x = TpCopy::apply(x, intPtr(this));
+    else if (op.seqGatherInput) {
+      // One gather of an input that several linears share (q, k, v).
+      if (!sequenceGather.first.defined() ||
+          sequenceGather.first.unsafeGetTensorImpl() != x.unsafeGetTensorImpl())
+        sequenceGather = {x, TpGatherSequence::apply(x, intPtr(this))};
+      x = sequenceGather.second;
+    }
+    if (op.seqScatterOutput)
+      return TpScatterSequence::apply(at::linear(x, weight), intPtr(this),
+                                      op.module);
+    if (op.tpReduceOutput) {
+      // Row-parallel: partial sums over this rank's input features; the
+      // bias is added once, after the all-reduce.
+      at::Tensor out = TpReduce::apply(at::linear(x, weight), intPtr(this));
+      return bias.defined() ? out + bias : out;
+    }
+    return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+  }
   case OpKind::Matmul:
     return at::matmul(in[0], weight);
   case OpKind::RmsNorm: {
@@ -938,12 +1915,23 @@ at::Tensor Executor::apply(const CompiledOp &op,
   case OpKind::Attention: {
     const at::Tensor &q = in[0], &k = in[1], &v = in[2];
     int64_t b = q.size(0), s = q.size(1), d = op.headDim;
-    at::Tensor qh = q.view({b, s, op.heads, d}).transpose(1, 2);
-    at::Tensor kh = k.view({b, s, op.kvHeads, d}).transpose(1, 2);
-    at::Tensor vh = v.view({b, s, op.kvHeads, d}).transpose(1, 2);
-    if (op.heads != op.kvHeads) {
+    // Under TP the projections hold this rank's heads: count them.
+    int64_t heads = q.size(-1) / d, kvHeads = k.size(-1) / d;
+    if (heads * d != q.size(-1) || kvHeads * d != k.size(-1) ||
+        v.size(-1) != k.size(-1) || kvHeads == 0 ||
+        heads * op.kvHeads != kvHeads * op.heads)
+      throw std::runtime_error(
+          "forward of '" + op.module + "': attention of " +
+          std::to_string(op.heads) + " heads / " + std::to_string(op.kvHeads) +
+          " KV heads of " + std::to_string(d) + " gets q, k, v of width " +
+          std::to_string(q.size(-1)) + ", " + std::to_string(k.size(-1)) +
+          ", " + std::to_string(v.size(-1)));
+    at::Tensor qh = q.view({b, s, heads, d}).transpose(1, 2);
+    at::Tensor kh = k.view({b, s, kvHeads, d}).transpose(1, 2);
+    at::Tensor vh = v.view({b, s, kvHeads, d}).transpose(1, 2);
+    if (heads != kvHeads) {
       // Grouped-query attention: each KV head serves consecutive query heads.
-      int64_t rep = op.heads / op.kvHeads;
+      int64_t rep = heads / kvHeads;
       kh = kh.repeat_interleave(rep, 1);
       vh = vh.repeat_interleave(rep, 1);
     }
@@ -961,7 +1949,7 @@ at::Tensor Executor::apply(const CompiledOp &op,
       scores = scores.masked_fill(masked, -std::numeric_limits<float>::infinity());
     }
     at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
-    return at::matmul(probs, vh).transpose(1, 2).reshape({b, s, op.heads * d});
+    return at::matmul(probs, vh).transpose(1, 2).reshape({b, s, heads * d});
   }
   case OpKind::Add:
     return in[0] + in[1];
@@ -983,6 +1971,8 @@ at::Tensor Executor::apply(const CompiledOp &op,
     return at::tanh(in[0] / op.cap) * op.cap;
   case OpKind::CrossEntropy: {
     const at::Tensor &logits = in[0];
+    if (op.vocabParallelLoss)
+      return VocabParallelLoss::apply(logits, in[1], intPtr(this), vocab);
     return at::cross_entropy_loss(
         logits.reshape({-1, logits.size(-1)}).to(at::kFloat),
         in[1].reshape({-1}));

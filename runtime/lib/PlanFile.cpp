@@ -2,6 +2,7 @@
 
 #include "parc/runtime/PlanFile.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -37,6 +38,119 @@ uint64_t parc::runtime::fnv1a(const void *data, size_t size, uint64_t seed) {
     hash *= 1099511628211ull;
   }
   return hash;
+}
+
+void RankLayout::place(int rank) {
+  tpIndex = rank % tp;
+  fsdpIndex = rank / tp % fsdp;
+  dpIndex = rank / (tp * fsdp) % dp;
+  ppIndex = rank / (tp * fsdp * dp);
+}
+
+bool parc::runtime::readRankLayout(const plan::Plan &plan, RankLayout &layout,
+                                   std::string &error) {
+  layout = RankLayout();
+  const plan::Parallelism *par = plan.parallelism();
+  if (!par || !par->axes() || par->axes()->size() == 0) {
+    // Older plans: the fsdp grid alone.
+    if (plan.grids())
+      for (const plan::Grid *grid : *plan.grids()) {
+        int64_t size = 1;
+        if (grid->shape())
+          for (int64_t d : *grid->shape())
+            size *= d;
+        if (grid->name()->str() == "fsdp")
+          layout.fsdp = size;
+        else if (size > 1) {
+          error = "grid '" + grid->name()->str() + "' of size " +
+                  std::to_string(size) +
+                  " without the plan's rank layout (Parallelism); re-export "
+                  "the plan";
+          return false;
+        }
+      }
+    layout.world = layout.fsdp;
+    return true;
+  }
+  if (!par->sizes() || par->sizes()->size() != par->axes()->size()) {
+    error = "the plan's Parallelism lists " +
+            std::to_string(par->axes()->size()) + " axes and " +
+            std::to_string(par->sizes() ? par->sizes()->size() : 0) +
+            " sizes";
+    return false;
+  }
+  int64_t world = 1;
+  for (unsigned i = 0; i < par->axes()->size(); ++i) {
+    std::string axis = par->axes()->Get(i)->str();
+    int64_t size = par->sizes()->Get(i);
+    if (size < 1) {
+      error = "axis '" + axis + "' has size " + std::to_string(size);
+      return false;
+    }
+    world *= size;
+    if (axis == "pp")
+      layout.pp = size;
+    else if (axis == "dp")
+      layout.dp = size;
+    else if (axis == "fsdp")
+      layout.fsdp = size;
+    else if (axis == "tp")
+      layout.tp = size;
+    else {
+      error = "unknown rank axis '" + axis + "' (pp, dp, fsdp, tp)";
+      return false;
+    }
+  }
+  if (par->world_size() && par->world_size() != world) {
+    error = "the plan's world size " + std::to_string(par->world_size()) +
+            " is not the product " + std::to_string(world) + " of its axes";
+    return false;
+  }
+  layout.world = world;
+  layout.sequenceParallel = par->sequence_parallel();
+  layout.lossParallel = par->loss_parallel();
+  layout.microbatches = std::max<int64_t>(1, par->microbatches());
+  if (layout.pp > 1) {
+    layout.schedule = par->pp_schedule() ? par->pp_schedule()->str() : "";
+    layout.stageSteps.resize(layout.pp);
+    if (par->pp_steps())
+      for (const plan::PipelineStage *stage : *par->pp_steps()) {
+        if (stage->stage() < 0 || stage->stage() >= layout.pp) {
+          error = "pipeline schedule of stage " +
+                  std::to_string(stage->stage()) + " outside the " +
+                  std::to_string(layout.pp) + " stages";
+          return false;
+        }
+        if (stage->steps())
+          for (const flatbuffers::String *step : *stage->steps())
+            layout.stageSteps[stage->stage()].push_back(step->str());
+      }
+    for (int s = 0; s < layout.pp; ++s)
+      if (layout.stageSteps[s].empty()) {
+        error = "the plan's pipeline schedule has no steps for stage " +
+                std::to_string(s);
+        return false;
+      }
+  }
+  if (layout.dp > 1) {
+    error = "dp " + std::to_string(layout.dp) +
+            ": replicated data parallelism is not built yet in parc-run "
+            "(plan it as fsdp)";
+    return false;
+  }
+  layout.chunks = std::max<int64_t>(1, par->pp_chunks());
+  if (layout.pp > 1 && layout.schedule != "gpipe" &&
+      layout.schedule != "1f1b" && layout.schedule != "interleaved-1f1b") {
+    error = "pipeline schedule '" + layout.schedule +
+            "' is not built in parc-run (gpipe, 1f1b, interleaved-1f1b)";
+    return false;
+  }
+  if (layout.chunks > 1 && layout.pp == 1) {
+    error = std::to_string(layout.chunks) +
+            " pipeline chunks without a pipeline";
+    return false;
+  }
+  return true;
 }
 
 namespace {
@@ -112,7 +226,14 @@ void parc::runtime::describePlan(const plan::Plan &plan, std::ostream &os) {
         for (unsigned i = 0; i < param->shape()->size(); ++i)
           os << (i ? "x" : "") << param->shape()->Get(i);
       os << "] " << dtypeName(param->dtype()) << " init "
-         << str(param->init()) << (param->frozen() ? " frozen" : "") << "\n";
+         << str(param->init()) << (param->frozen() ? " frozen" : "");
+      if (param->tp() && param->tp()->size())
+        os << " tp " << param->tp()->str();
+      if (param->tp_padded_dim0())
+        os << " tp_padded_dim0 " << param->tp_padded_dim0();
+      if (param->pp_stage())
+        os << " stage " << param->pp_stage();
+      os << "\n";
     }
   if (plan.ties())
     for (const plan::Tie *tie : *plan.ties()) {
@@ -141,6 +262,29 @@ void parc::runtime::describePlan(const plan::Plan &plan, std::ostream &os) {
       if (module->remat())
         os << "remat " << str(module->path()) << " " << str(module->remat())
            << "\n";
+  if (const plan::Parallelism *par = plan.parallelism()) {
+    os << "parallelism world " << par->world_size();
+    if (par->axes() && par->sizes())
+      for (unsigned i = 0; i < par->axes()->size() && i < par->sizes()->size();
+           ++i)
+        os << " " << par->axes()->Get(i)->str() << " " << par->sizes()->Get(i);
+    if (par->sequence_parallel())
+      os << " sequence-parallel";
+    if (par->loss_parallel())
+      os << " loss-parallel";
+    if (par->pp_schedule() && par->pp_schedule()->size())
+      os << " schedule " << par->pp_schedule()->str() << " chunks "
+         << par->pp_chunks() << " microbatches " << par->microbatches();
+    os << "\n";
+    if (par->pp_steps())
+      for (const plan::PipelineStage *stage : *par->pp_steps()) {
+        os << "  stage " << stage->stage();
+        if (stage->steps())
+          for (const flatbuffers::String *step : *stage->steps())
+            os << " " << step->str();
+        os << "\n";
+      }
+  }
   if (const plan::Prediction *p = plan.prediction())
     os << "prediction " << str(p->hardware()) << " seq " << p->seq_len()
        << " mbs " << p->micro_batch_size() << " peak " << p->peak_bytes()

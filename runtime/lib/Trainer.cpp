@@ -204,8 +204,14 @@ void saveCheckpoint(const std::string &dir, const PlanFile &plan,
   std::string bytes(kShardMagic, sizeof kShardMagic);
   put(bytes, kCheckpointVersion);
   put(bytes, static_cast<uint64_t>(step));
-  put(bytes, static_cast<uint32_t>(exec.slots().size()));
+  uint32_t local = 0;
+  for (ParamSlot &slot : exec.slots())
+    local += slot.local;
+  put(bytes, local);
   for (ParamSlot &slot : exec.slots()) {
+    // A pipeline stage saves the parameters it holds.
+    if (!slot.local)
+      continue;
     put(bytes, static_cast<uint32_t>(slot.path.size()));
     bytes += slot.path;
     put(bytes, static_cast<uint64_t>(slot.master.numel()));
@@ -300,14 +306,18 @@ int64_t loadCheckpoint(const std::string &dir, const PlanFile &plan,
     std::memcpy(out, bytes.data() + at, n);
     at += n;
   };
-  uint32_t count;
+  uint32_t count, local = 0;
   take(&count, sizeof count);
-  if (count != exec.slots().size())
+  for (ParamSlot &slot : exec.slots())
+    local += slot.local;
+  if (count != local)
     throw std::runtime_error(file + ": holds " + std::to_string(count) +
-                             " parameters, the plan has " +
-                             std::to_string(exec.slots().size()));
+                             " parameters, this rank's part of the plan has " +
+                             std::to_string(local));
   at::NoGradGuard noGrad;
   for (ParamSlot &slot : exec.slots()) {
+    if (!slot.local)
+      continue;
     uint32_t length;
     take(&length, sizeof length);
     std::string path(length, '\0');
@@ -369,12 +379,22 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     throw std::runtime_error(planFile.path() +
                              ": the plan records no sequence length or "
                              "micro-batch; pass --seq and --mbs");
-  int64_t dp = comm.size();
-  int64_t gbs = options.globalBatch ? options.globalBatch : mbs * dp;
-  if (gbs % (mbs * dp))
+  const RankLayout &layout = exec.rankLayout();
+  // Ranks on other data: FSDP shards (and dp replicas). TP and pipeline
+  // peers of a rank see its samples.
+  int64_t dp = layout.dataParallel();
+  bool pipelined = layout.pp > 1;
+  int64_t perStep = mbs * dp * (pipelined ? layout.microbatches : 1);
+  int64_t gbs = options.globalBatch ? options.globalBatch : perStep;
+  if (gbs % perStep || (pipelined && gbs != perStep))
     throw std::runtime_error(
-        "--gbs " + std::to_string(gbs) + " is not a multiple of micro-batch " +
-        std::to_string(mbs) + " x " + std::to_string(dp) + " ranks");
+        "--gbs " + std::to_string(gbs) + " is not " +
+        (pipelined ? "" : "a multiple of ") + "micro-batch " +
+        std::to_string(mbs) + " x " + std::to_string(dp) +
+        " data-parallel ranks" +
+        (pipelined ? " x " + std::to_string(layout.microbatches) +
+                         " pipeline micro-batches"
+                   : std::string()));
   int64_t accumulation = gbs / (mbs * dp);
   int64_t predicted = prediction ? prediction->peak_bytes() : 0;
 
@@ -383,54 +403,62 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
   if (!options.resumeDir.empty())
     firstStep = loadCheckpoint(options.resumeDir, planFile, exec);
 
-  std::vector<at::Tensor> trainable;
-  for (ParamSlot &slot : exec.slots())
-    if (!slot.frozen)
-      trainable.push_back(slot.master);
-
   for (int64_t step = firstStep; step < options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     resetPeakBytes();
     if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
       std::cerr << "rank " << comm.rank() << " step " << step + 1
                 << " start: live " << liveBytes() << std::endl;
+    auto batch = [&](int64_t micro) {
+      return data.batch(step * gbs + micro * mbs * dp +
+                            layout.dataIndex() * mbs,
+                        mbs);
+    };
+    auto fault = [&](int64_t micro) {
+      if (comm.rank() != options.faultRank || step + 1 != options.faultStep ||
+          micro != 0)
+        return;
+      std::cerr << "parc-run: rank " << comm.rank() << ": injected fault '"
+                << options.faultKind << "' at step " << step + 1 << std::endl;
+      if (options.faultKind == "kill")
+        std::raise(SIGKILL);
+      if (options.faultKind == "exit")
+        std::_Exit(7);
+      while (true)
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+    };
     double lossSum = 0;
-    for (int64_t micro = 0; micro < accumulation; ++micro) {
-      int64_t first = step * gbs + micro * mbs * dp + comm.rank() * mbs;
-      auto [ids, labels] = data.batch(first, mbs);
-      at::Tensor loss = exec.loss(ids, labels);
-      if (comm.rank() == options.faultRank && step + 1 == options.faultStep &&
-          micro == 0) {
-        std::cerr << "parc-run: rank " << comm.rank() << ": injected fault '"
-                  << options.faultKind << "' at step " << step + 1
-                  << std::endl;
-        if (options.faultKind == "kill")
-          std::raise(SIGKILL);
-        if (options.faultKind == "exit")
-          std::_Exit(7);
-        while (true)
-          std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (pipelined) {
+      lossSum = exec.pipelineStep(batch, fault);
+    } else {
+      for (int64_t micro = 0; micro < accumulation; ++micro) {
+        auto [ids, labels] = batch(micro);
+        at::Tensor loss = exec.loss(ids, labels);
+        fault(micro);
+        lossSum += loss.item<double>();
+        if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
+          std::cerr << "rank " << comm.rank() << " step " << step + 1
+                    << " after forward: live " << liveBytes() << " peak "
+                    << peakBytes() << std::endl;
+        (loss / double(accumulation)).backward();
+        if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
+          std::cerr << "rank " << comm.rank() << " step " << step + 1
+                    << " after backward: live " << liveBytes() << " peak "
+                    << peakBytes() << std::endl;
       }
-      lossSum += loss.item<double>();
-      if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
-        std::cerr << "rank " << comm.rank() << " step " << step + 1
-                  << " after forward: live " << liveBytes() << " peak "
-                  << peakBytes() << std::endl;
-      (loss / double(accumulation)).backward();
-      if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
-        std::cerr << "rank " << comm.rank() << " step " << step + 1
-                  << " after backward: live " << liveBytes() << " peak "
-                  << peakBytes() << std::endl;
     }
+    exec.reduceTiedCopies();
 
     at::NoGradGuard noGrad;
     // Global gradient norm over the shards: padding rows have zero
-    // gradients, and a tie group is one slot, so each value counts once.
+    // gradients, a tie group is one slot, and gradSquares leaves out the
+    // copies (TP-replicated, tied across stages), so each value counts once.
+    // The loss is counted by the last stage's TP rank 0 of each data shard.
     at::Tensor sumSq = at::zeros({2}, at::kDouble);
-    for (at::Tensor &p : trainable)
-      if (p.grad().defined())
-        sumSq[0] += p.grad().to(at::kDouble).pow(2).sum();
-    sumSq[1] = lossSum / accumulation;
+    sumSq[0] = exec.gradSquares();
+    sumSq[1] = layout.isLastStage() && layout.tpIndex == 0
+                   ? lossSum / accumulation
+                   : 0.0;
     comm.allReduceSum(sumSq);
     double gradNorm = std::sqrt(sumSq[0].item<double>());
     double meanLoss = sumSq[1].item<double>() / dp;
@@ -442,7 +470,7 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     double bias1 = 1 - std::pow(options.beta1, t);
     double bias2 = 1 - std::pow(options.beta2, t);
     for (ParamSlot &slot : exec.slots()) {
-      if (slot.frozen || !slot.master.grad().defined())
+      if (!slot.local || slot.frozen || !slot.master.grad().defined())
         continue;
       at::Tensor grad = slot.master.grad();
       if (coef < 1.0)

@@ -191,27 +191,15 @@ Args parseArgs(int argc, char **argv) {
   return args;
 }
 
-/// The world size a plan was made for: the FSDP grid's size (1 without one).
-/// Grids other than FSDP's need the TP / PP executor, not built yet.
+/// The world size a plan was made for: the product of its rank axes (pp,
+/// dp, fsdp, tp). A layout this runtime does not execute is refused here,
+/// before any process or process group exists.
 int planWorld(const PlanFile &file) {
-  const plan::Plan &plan = file.plan();
-  int world = 1;
-  if (plan.grids())
-    for (const plan::Grid *grid : *plan.grids()) {
-      std::string name = grid->name()->str();
-      int64_t size = 1;
-      if (grid->shape())
-        for (int64_t d : *grid->shape())
-          size *= d;
-      if (name != "fsdp" && size > 1)
-        fail(file.path() + ": grid '" + name + "' of size " +
-             std::to_string(size) +
-             ": this parc-run executes FSDP plans; tensor and pipeline "
-             "parallel plans are not supported yet");
-      if (name == "fsdp")
-        world = size;
-    }
-  return world;
+  RankLayout layout;
+  std::string error;
+  if (!readRankLayout(file.plan(), layout, error))
+    fail(file.path() + ": " + error);
+  return layout.world;
 }
 
 int envInt(const char *name, int fallback) {
@@ -269,6 +257,7 @@ int runWorker(const Args &args, const PlanFile &file) {
   if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
     exec->memoryProbe = liveBytes;
   try {
+    exec->connectGroups();
     exec->materialise(args.train.seed);
     train(file, *exec, args.train);
   } catch (const CollectiveError &e) {
@@ -379,6 +368,10 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
 
   int culprit = -1;
   std::string reason;
+  /// Whether the culprit was inferred from progress (a peer's timeout)
+  /// rather than from its own exit, and when.
+  bool blamedByProgress = false;
+  std::chrono::steady_clock::time_point blamedAt;
   auto stopOthers = [&]() {
     for (Worker &w : workers)
       if (!w.exited)
@@ -430,30 +423,37 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
         w.exited = true;
         w.status = status;
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && culprit < 0) {
-          if (WIFEXITED(status) && WEXITSTATUS(status) == kPeerFailureExit) {
-            // This rank saw a collective fail: the rank at fault is the one
-            // that reached the fewest collectives.
-            uint64_t least = UINT64_MAX;
-            for (int r = 0; r < args.nproc; ++r)
-              if (workers[r].sequence < least) {
-                least = workers[r].sequence;
-                culprit = r;
-              }
-            reason = "stopped making progress (it reached collective #" +
-                     std::to_string(least) + ", rank " +
-                     std::to_string(rank) + " timed out waiting in #" +
-                     std::to_string(w.sequence) + " after " +
-                     std::to_string(args.timeoutS) + " s)";
-          } else {
-            culprit = rank;
-            reason = describeExit(status);
-          }
+        bool peer =
+            WIFEXITED(status) && WEXITSTATUS(status) == kPeerFailureExit;
+        if (!ok && !peer && (culprit < 0 || blamedByProgress)) {
+          // A rank's own failure outranks a peer's report of it.
+          culprit = rank;
+          reason = describeExit(status);
+          blamedByProgress = false;
+        } else if (peer && culprit < 0) {
+          // This rank saw a collective fail: the rank at fault is the one
+          // that reached the fewest collectives, unless a rank exits with
+          // its own error within the grace period.
+          uint64_t least = UINT64_MAX;
+          for (int r = 0; r < args.nproc; ++r)
+            if (workers[r].sequence < least) {
+              least = workers[r].sequence;
+              culprit = r;
+            }
+          reason = "stopped making progress (it reached collective #" +
+                   std::to_string(least) + ", rank " + std::to_string(rank) +
+                   " timed out waiting in #" + std::to_string(w.sequence) +
+                   " after " + std::to_string(args.timeoutS) + " s)";
+          blamedByProgress = true;
+          blamedAt = std::chrono::steady_clock::now();
         }
       }
       allDone &= w.exited;
     }
-    if (culprit >= 0) {
+    bool graceOver = !blamedByProgress ||
+                     std::chrono::steady_clock::now() - blamedAt >
+                         std::chrono::seconds(1);
+    if (culprit >= 0 && (graceOver || allDone)) {
       stopOthers();
       break;
     }

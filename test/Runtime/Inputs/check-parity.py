@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Compares parc-run --log files step by step against a reference run.
 
-usage: check-parity.py [--rtol R] [--peak-tolerance T] REF.jsonl RUN.jsonl...
+usage: check-parity.py [--rtol R] [--peak-tolerance T] [--subset] REF.jsonl RUN.jsonl...
 
 Every rank of every run must report the reference's loss and gradient norm at
 every step within relative tolerance R (default 1e-5). Prints the largest
 relative deltas and each run's measured / predicted peak; with
---peak-tolerance T, a ratio outside [1 - T, 1 + T] fails.
+--peak-tolerance T, a ratio outside [1 - T, 1 + T] fails. With --subset a run
+may log only some of the reference's steps (a resumed run).
 """
 import json
 import sys
@@ -35,11 +36,13 @@ def rel(a, b):
 
 
 def main(argv):
-    rtol, tolerance, paths = 1e-5, None, []
+    rtol, tolerance, subset, paths = 1e-5, None, False, []
     i = 0
     while i < len(argv):
         if argv[i] == "--rtol":
             rtol = float(argv[i + 1]); i += 2
+        elif argv[i] == "--subset":
+            subset = True; i += 1
         elif argv[i] == "--peak-tolerance":
             tolerance = float(argv[i + 1]); i += 2
         else:
@@ -51,7 +54,7 @@ def main(argv):
     for path in [paths[0]] + paths[1:]:
         run = load(path)
         worst_loss = worst_norm = 0.0
-        if sorted(run) != sorted(ref):
+        if (not set(run) <= set(ref)) if subset else sorted(run) != sorted(ref):
             print(f"FAIL {path}: steps {sorted(run)}, reference {sorted(ref)}")
             failed = True
             continue

@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace parc::runtime {
 
@@ -43,8 +44,12 @@ constexpr int kPeerFailureExit = 3;
 class Collectives {
 public:
   virtual ~Collectives() = default;
+  /// This rank's index in the group and the group's size (the world for the
+  /// group connectWorld returns).
   int rank() const { return world.rank; }
   int size() const { return world.size; }
+  /// "world", or the subgroup's name ("tp[0,1]"), for error messages.
+  const std::string &name() const { return groupName; }
 
   /// Writes every rank's `shard` into `full` in rank order along dim 0;
   /// `full` is contiguous with size() times the rows of `shard`.
@@ -53,20 +58,52 @@ public:
   /// returns this rank's dim-0 slice of the sum.
   virtual at::Tensor reduceScatterSum(const at::Tensor &full) = 0;
   virtual void allReduceSum(at::Tensor &tensor) = 0;
+  virtual void allReduceMax(at::Tensor &tensor) = 0;
   virtual void barrier() = 0;
+
+  /// Starts sending `tensor` (contiguous) to group rank `peer` under `tag`
+  /// and returns at once: Gloo completes a send only when the peer has
+  /// posted the matching receive, and a pipeline schedule sends ahead of
+  /// what its peer receives. The tensor is kept alive until flushSends().
+  virtual void send(const at::Tensor &tensor, int peer, int tag) = 0;
+  /// Receives into `tensor` (contiguous, of the sent size) from `peer`.
+  virtual void recv(at::Tensor &tensor, int peer, int tag) = 0;
+  /// Waits for every send started since the last flush.
+  virtual void flushSends() = 0;
+
+  /// A process group over `ranks` (ranks of this group, in order; this rank
+  /// among them), as torch.distributed.new_group makes one: its own Gloo
+  /// context over a PrefixStore of the world's TCPStore keyed by `name`.
+  /// Only the members construct it. Its collectives count in this group's
+  /// sequence (the launcher's progress report). Throws CollectiveError when
+  /// the group cannot be formed.
+  virtual std::unique_ptr<Collectives>
+  subgroup(const std::vector<int> &ranks, const std::string &name) = 0;
 
   /// Called before each collective with its sequence number, so a launcher
   /// can tell the rank that stopped from the ranks waiting for it.
   std::function<void(uint64_t)> onCollective;
 
 protected:
-  explicit Collectives(WorldConfig world) : world(std::move(world)) {}
+  explicit Collectives(WorldConfig world, std::string groupName = "world",
+                       Collectives *parent = nullptr)
+      : world(std::move(world)), groupName(std::move(groupName)),
+        parent(parent) {}
+  /// Counts a collective in the world's sequence (subgroups forward to the
+  /// group they were made from).
   void entering() {
+    if (parent)
+      return parent->entering();
     ++sequence;
     if (onCollective)
       onCollective(sequence);
   }
+  uint64_t currentSequence() const {
+    return parent ? parent->currentSequence() : sequence;
+  }
   WorldConfig world;
+  std::string groupName;
+  Collectives *parent = nullptr;
   uint64_t sequence = 0;
 };
 

@@ -13,6 +13,7 @@
 
 #include "PlanFormat.h"
 #include "parc/runtime/Collectives.h"
+#include "parc/runtime/PlanFile.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/Storage.h>
@@ -26,16 +27,31 @@
 
 namespace parc::runtime {
 
-/// One stored parameter (a tie group is one slot) as this rank holds it: a
-/// dim-0 shard of the full tensor padded to `paddedDim0` rows.
+/// How tensor parallelism splits a parameter (Param.tp).
+enum class TpSplit { Replicated, Colwise, Rowwise, Vocab };
+
+/// One stored parameter (a tie group is one slot) as this rank holds it:
+/// the TP slice of the world-1 tensor, then a dim-0 FSDP shard of that
+/// slice padded to `paddedDim0` rows.
 struct ParamSlot {
   std::string path;
+  /// The world-1 shape, from which the tensor is generated.
+  std::vector<int64_t> fullShape;
+  /// The TP-local shape the forward computes with (fullShape without TP).
   std::vector<int64_t> shape;
+  TpSplit tp = TpSplit::Replicated;
+  /// Vocab split: dim 0 padded to this before it is split.
+  int64_t tpPaddedDim0 = 0;
+  /// The pipeline stages holding a copy (two for a tie spanning stages);
+  /// the first holds the copy the gradient norm counts.
+  std::vector<int> stages{0};
+  /// Whether this rank's stage holds it; other stages' slots have no tensors.
+  bool local = true;
   std::string init;
   bool frozen = false;
   int unit = -1;
   int64_t paddedDim0 = 0;
-  /// fp32 master shard, [paddedDim0 / world, shape[1:]...], an autograd leaf.
+  /// fp32 master shard, [paddedDim0 / fsdp, shape[1:]...], an autograd leaf.
   at::Tensor master;
   at::Tensor expAvg, expAvgSq;
   /// The unsharded compute tensor while its unit is gathered.
@@ -62,6 +78,11 @@ struct FsdpUnit {
   /// Storages of the gathered tensors, kept across a free so that tensors
   /// autograd saved see the data again when the unit is re-gathered.
   std::vector<c10::Storage> storages;
+  /// The storages of each gather whose backward is still to come, by gather
+  /// number: a pipeline runs several micro-batches' forwards before their
+  /// backwards, and each re-gathers into the storages its forward saved.
+  std::map<int64_t, std::vector<c10::Storage>> inFlight;
+  int64_t gathers = 0;
   bool gathered = false;
 };
 
@@ -77,6 +98,12 @@ public:
                                           std::string &error);
   ~Executor();
 
+  /// Forms the per-axis process groups this rank belongs to (tp, fsdp, pp
+  /// and the tied-copy group of the first and last stage), each over a
+  /// PrefixStore of the world's store. Every rank calls it in the same
+  /// order; throws CollectiveError when a group cannot be formed.
+  void connectGroups();
+
   /// Allocates and initialises this rank's shards: every parameter is
   /// generated whole from a seed derived from its path and `seed`, then
   /// sliced, so values do not depend on the world size.
@@ -86,9 +113,36 @@ public:
   /// the autograd graph whose backward reduce-scatters into the shards' grads.
   at::Tensor loss(const at::Tensor &ids, const at::Tensor &labels);
 
+  /// One pipelined step on this rank's stage: every micro-batch's forward
+  /// and backward in the order of the plan's schedule, activations and
+  /// their gradients sent to and received from the neighbouring stages,
+  /// each micro-batch's loss scaled by 1/microbatches. `batch(m)` gives
+  /// micro-batch m's (ids, labels); `afterForward` runs after each forward.
+  /// Returns the sum of the micro-batch losses (0 off the last stage).
+  double pipelineStep(
+      const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)> &batch,
+      const std::function<void(int64_t)> &afterForward);
+
+  /// After every backward of a step: all-reduces the gradients of tied
+  /// copies between the first and last stage, so both copies step alike.
+  void reduceTiedCopies();
+
+  /// Σ grad² over what this rank contributes to the global norm: its shards
+  /// of TP-split parameters, replicated ones only on TP rank 0, a tied copy
+  /// only on its first stage, so a sum over all ranks counts each value
+  /// once.
+  double gradSquares();
+
   std::vector<ParamSlot> &slots() { return paramSlots; }
   std::vector<FsdpUnit> &units() { return fsdpUnits; }
   Collectives &collectives() { return comm; }
+  const RankLayout &rankLayout() const { return layout; }
+  /// The group along one axis; a one-rank group when the axis has size 1.
+  Collectives &tpGroup() { return *tpComm; }
+  Collectives &fsdpGroup() { return *fsdpComm; }
+  /// The last sequence all-gather (input, output): q, k and v (gate and
+  /// up) share one gather of their input, as Megatron's.
+  std::pair<at::Tensor, at::Tensor> sequenceGather;
   int64_t vocabSize() const { return vocab; }
   /// Parameter paths that alias a slot (tie entries after the first).
   const std::map<std::string, std::string> &aliases() const {
@@ -103,6 +157,10 @@ public:
                                       const std::vector<at::Tensor> &grads);
   std::vector<at::Tensor> run(const std::string &module,
                               const std::vector<at::Tensor> &args);
+  /// Runs one op of a forward (a call, a selective checkpoint or an ATen
+  /// op) on its operands, gathering vocab-sharded operands it cannot take.
+  std::vector<at::Tensor> runOp(const CompiledOp &op,
+                                std::vector<at::Tensor> operands);
   at::Tensor apply(const CompiledOp &op,
                    const std::vector<at::Tensor> &operands,
                    const at::Tensor &weight, const at::Tensor &bias);
@@ -116,12 +174,28 @@ public:
 private:
   Executor(const plan::Plan &plan, Collectives &comm);
   bool compile(std::string &error);
+  /// Works out, from the root down the calls, which values TP splits and
+  /// where the TP collectives go (`args`, `results`: TpValue per value).
+  bool compileTp(CompiledForward &fwd, const std::vector<int> &args,
+                 std::vector<int> &results, std::string &error);
+  std::map<std::string, std::vector<int>> tpArgs, tpResults;
+  bool compilePipeline(std::string &error);
+  std::vector<at::Tensor> gatherRoot();
+  void releaseRoot();
+  void sendValue(const at::Tensor &value, int peer, int tag);
+  at::Tensor recvValue(int peer, int tag);
   std::vector<at::Tensor> callModule(const std::string &callee,
                                      const std::vector<at::Tensor> &args);
   at::Tensor ropeTables(int64_t seq, const CompiledOp &op, bool sine);
 
   const plan::Plan &plan;
   Collectives &comm;
+  RankLayout layout;
+  std::unique_ptr<Collectives> ownedTp, ownedFsdp, ownedPp, ownedTied;
+  Collectives *tpComm = nullptr, *fsdpComm = nullptr, *ppComm = nullptr,
+              *tiedComm = nullptr;
+  struct Pipeline;
+  std::unique_ptr<Pipeline> pipeline;
   std::vector<ParamSlot> paramSlots;
   std::vector<FsdpUnit> fsdpUnits;
   std::unordered_map<std::string, int> slotByPath;

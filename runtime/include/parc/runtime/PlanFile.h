@@ -37,6 +37,43 @@ private:
   const plan::Plan *root = nullptr;
 };
 
+/// Where one rank sits on the plan's axes (Plan.parallelism): torchtitan's
+/// mesh ["pp", "dp", "fsdp", "tp"], tp fastest, so
+/// rank = ((pp_i * dp + dp_i) * fsdp + fsdp_i) * tp + tp_i. A plan without a
+/// Parallelism table (FSDP only) is its fsdp grid.
+struct RankLayout {
+  int world = 1;
+  int pp = 1, dp = 1, fsdp = 1, tp = 1;
+  int ppIndex = 0, dpIndex = 0, fsdpIndex = 0, tpIndex = 0;
+  bool sequenceParallel = false, lossParallel = false;
+  /// "" without a pipeline, else "gpipe" / "1f1b".
+  std::string schedule;
+  int64_t microbatches = 1;
+  /// Model chunks per stage (interleaved 1F1B): virtual stage c * pp + s.
+  int64_t chunks = 1;
+  /// Per stage, its steps in order ("F3", "B0", "F1.c1").
+  std::vector<std::vector<std::string>> stageSteps;
+
+  /// The world rank at these coordinates.
+  int rankAt(int ppI, int dpI, int fsdpI, int tpI) const {
+    return ((ppI * dp + dpI) * fsdp + fsdpI) * tp + tpI;
+  }
+  /// Sets the *Index fields from a world rank.
+  void place(int rank);
+  bool isFirstStage() const { return ppIndex == 0; }
+  bool isLastStage() const { return ppIndex == pp - 1; }
+  /// Ranks that train on different data: their losses and gradients are
+  /// averaged.
+  int dataParallel() const { return dp * fsdp; }
+  int dataIndex() const { return dpIndex * fsdp + fsdpIndex; }
+};
+
+/// Reads the plan's rank layout. Returns false and sets `error` for what
+/// this runtime does not execute (dp replication, an unknown schedule) or a
+/// layout that does not add up.
+bool readRankLayout(const plan::Plan &plan, RankLayout &layout,
+                    std::string &error);
+
 /// Prints the plan as `parc-run --describe` shows it: parameters, units,
 /// prediction, and every forward op with its attributes.
 void describePlan(const plan::Plan &plan, std::ostream &os);
