@@ -153,6 +153,25 @@ private:
 
   /// A tensor a kernel allocates and saves that is no value of the IR (an
   /// eager kernel's intermediates); `width` 0 is the activation dtype.
+  /// What a linear saves of its input `id`: under sequence parallelism a
+  /// column-parallel linear all-gathers its sequence shard first and keeps
+  /// the whole sequence (one gather for the linears sharing it, q/k/v or
+  /// gate/up), as DTensor's and parc-run's sequence parallel do.
+  int sequenceGathered(LinearOp linear, int id) {
+    if (tp.size <= 1 || !tp.sequenceParallel || tpSharded.contains(id))
+      return id;
+    auto param = tables.lookupNearestSymbolFrom<ParamOp>(linear.getOperation(),
+                                                         linear.getWeight());
+    auto kind = param ? param->getAttrOfType<StringAttr>("parc.tp")
+                      : StringAttr();
+    if (!kind || kind.getValue() != "colwise")
+      return id;
+    auto [it, inserted] = gatheredInputs.try_emplace(id, -1);
+    if (inserted)
+      it->second = newBuffer(result.elements[id] * tp.size, result.widths[id]);
+    return it->second;
+  }
+
   int newBuffer(int64_t elements, int64_t width) {
     result.elements.push_back(elements);
     result.widths.push_back(width);
@@ -186,7 +205,10 @@ private:
                        : result.elements[operands[0]] /
                              std::max<int64_t>(1, lastDim(op.getOperand(0)));
     llvm::TypeSwitch<Operation *>(&op)
-        .Case<LinearOp, MatmulOp, PatchEmbeddingOp>(
+        .Case([&](LinearOp linear) {
+          saved.insert(sequenceGathered(linear, operands[0]));
+        })
+        .Case<MatmulOp, PatchEmbeddingOp>(
             [&](auto) { saved.insert(operands[0]); })
         .Case([&](AttentionOp attention) {
           if (kernels.eagerAttention)
@@ -285,6 +307,8 @@ private:
   KernelProfile kernels;
   int64_t elementBytes;
   llvm::DenseSet<int> tpSharded;
+  /// Sequence-parallel inputs and the gathered tensor their linears save.
+  llvm::DenseMap<int, int> gatheredInputs;
   ForwardTrace result;
 };
 
@@ -318,7 +342,12 @@ UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards) {
   unit.computeBytes = size.computeBytes;
   int64_t perRank = size.elements / shards;
   int64_t trainablePerRank = size.trainableElements / shards;
-  unit.unshardedParameters = size.elements * size.computeBytes;
+  // One shard in the compute dtype is no FSDP at all (torchtitan applies
+  // fully_shard only over more than one rank): the forward runs on the
+  // parameters themselves, with no gathered copy.
+  bool computesOnMaster = shards == 1 && size.computeBytes == size.masterBytes;
+  unit.unshardedParameters =
+      computesOnMaster ? 0 : size.elements * size.computeBytes;
   unit.shardedParameters = perRank * size.masterBytes;
   unit.shardedGradients = trainablePerRank * size.masterBytes;
   // Gradients are produced unsharded in the compute dtype and copied to the

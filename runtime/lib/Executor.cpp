@@ -278,7 +278,9 @@ at::Tensor gatherSequence(Collectives &tp, const at::Tensor &x) {
   shape[0] *= tp.size();
   at::Tensor full = at::empty(shape, rows.options());
   tp.allGather(rows, full);
-  return full.transpose(0, 1);
+  // Contiguous once here: a transposed view would make every linear that
+  // reads it (q, k, v) copy it for its matmul and save its own copy.
+  return full.transpose(0, 1).contiguous();
 }
 
 at::Tensor scatterSequence(Collectives &tp, const at::Tensor &x,
