@@ -355,6 +355,10 @@ UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards) {
   unit.gradientBytes =
       size.computeBytes +
       (size.reduceBytes != size.computeBytes ? size.reduceBytes : 0);
+  // Without FSDP the gradient is the parameter's own .grad, accumulated in
+  // place: there is no unsharded copy to reduce-scatter from.
+  if (computesOnMaster && size.reduceBytes == size.masterBytes)
+    unit.gradientBytes = 0;
   unit.unshardedGradients = size.trainableElements * unit.gradientBytes;
   // AdamW: first and second moments.
   unit.optimizerState = 2 * trainablePerRank * size.optimBytes;
