@@ -767,4 +767,14 @@ void mlir::parc::recordPrediction(ModelOp model, const MemoryReport &report,
   model->setAttr("parc.predicted_seq_len", b.getI64IntegerAttr(options.seqLen));
   model->setAttr("parc.predicted_micro_batch",
                  b.getI64IntegerAttr(options.microBatch));
+  // One rank kind per pipeline stage, in stage order.
+  if (report.ranks.size() > 1) {
+    SmallVector<int64_t> peaks;
+    for (const RankMemory &rank : report.ranks)
+      peaks.push_back(rank.peakBytes);
+    model->setAttr("parc.predicted_stage_peak_bytes",
+                   b.getDenseI64ArrayAttr(peaks));
+  } else {
+    model->removeAttr("parc.predicted_stage_peak_bytes");
+  }
 }

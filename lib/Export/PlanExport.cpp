@@ -235,11 +235,17 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
     auto hardware = model->getAttrOfType<StringAttr>("parc.predicted_hardware");
     auto seq = model->getAttrOfType<IntegerAttr>("parc.predicted_seq_len");
     auto mbs = model->getAttrOfType<IntegerAttr>("parc.predicted_micro_batch");
+    auto stagePeaks = model->getAttrOfType<DenseI64ArrayAttr>(
+        "parc.predicted_stage_peak_bytes");
+    std::vector<int64_t> stagePeakBytes;
+    if (stagePeaks)
+      stagePeakBytes.assign(stagePeaks.asArrayRef().begin(),
+                            stagePeaks.asArrayRef().end());
     prediction = schema::CreatePredictionDirect(
         fbb, hardware ? hardware.getValue().str().c_str() : nullptr,
         seq ? seq.getInt() : 0, mbs ? mbs.getInt() : 0, peak.getInt(),
         phase ? phase.getValue().str().c_str() : nullptr,
-        fits && fits.getValue());
+        fits && fits.getValue(), stagePeaks ? &stagePeakBytes : nullptr);
   }
 
   auto forwards = exportForwards(model, fbb);
@@ -499,6 +505,10 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
                    b.getI64IntegerAttr(prediction->seq_len()));
     model->setAttr("parc.predicted_micro_batch",
                    b.getI64IntegerAttr(prediction->micro_batch_size()));
+    if (const auto *peaks = prediction->stage_peak_bytes())
+      model->setAttr("parc.predicted_stage_peak_bytes",
+                     b.getDenseI64ArrayAttr(SmallVector<int64_t>(
+                         peaks->begin(), peaks->end())));
   }
   if (failed(importForwards(*plan, byPath, fileLoc)) ||
       failed(importPrograms(*plan, model, fileLoc)) || failed(verify(*top)))

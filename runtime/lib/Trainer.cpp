@@ -396,7 +396,11 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
                          " pipeline micro-batches"
                    : std::string()));
   int64_t accumulation = gbs / (mbs * dp);
+  // With a pipeline each stage has its own prediction.
   int64_t predicted = prediction ? prediction->peak_bytes() : 0;
+  if (prediction && prediction->stage_peak_bytes() &&
+      layout.ppIndex < int(prediction->stage_peak_bytes()->size()))
+    predicted = prediction->stage_peak_bytes()->Get(layout.ppIndex);
 
   TokenSource data(options, exec.vocabSize(), seq);
   int64_t firstStep = 0;
