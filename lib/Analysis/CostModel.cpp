@@ -264,12 +264,7 @@ private:
 
 /// One FSDP unit (or a stage's part of the root) as the cost model sees it,
 /// per rank.
-struct UnitCost {
-  std::string path;
-  NNModuleOp layer; // null for the root
-  int64_t stage = 0, chunk = 0;
-  bool reshardAfterForward = true;
-  int64_t prefetch = 1;
+struct UnitCost : FsdpUnitPlace {
   double gatherBytes = 0;    // unsharded, compute dtype
   double reduceBytes = 0;    // unsharded gradients, reduce dtype
   double optimizerBytes = 0; // AdamW traffic over this rank's shard
@@ -283,12 +278,7 @@ struct UnitCost {
 
 UnitCost getUnitCost(const FsdpUnitSize &size, int64_t shards) {
   UnitCost unit;
-  unit.path = size.path;
-  unit.layer = size.layer;
-  unit.stage = size.stage;
-  unit.chunk = size.chunk;
-  unit.reshardAfterForward = size.reshardAfterForward;
-  unit.prefetch = size.prefetch;
+  static_cast<FsdpUnitPlace &>(unit) = size;
   unit.gatherBytes = double(size.elements) * double(size.computeBytes);
   unit.reduceBytes = double(size.trainableElements) * double(size.reduceBytes);
   // AdamW reads the parameter, its gradient and both moments and writes the

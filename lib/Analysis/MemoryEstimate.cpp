@@ -316,12 +316,7 @@ private:
 /// is split by pipeline stage: each stage holds the root parameters it uses
 /// (the embedding on the first, the final norm and lm_head on the last, a
 /// tied pair on both).
-struct UnitFootprint {
-  std::string path;
-  NNModuleOp layer; // null for the root
-  int64_t stage = 0, chunk = 0;
-  bool reshardAfterForward = true;
-  int64_t prefetch = 1;
+struct UnitFootprint : FsdpUnitPlace {
   int64_t unshardedParameters = 0; // compute dtype, whole unit
   int64_t shardedParameters = 0;   // master dtype, this rank's shard
   int64_t shardedGradients = 0;
@@ -333,12 +328,7 @@ struct UnitFootprint {
 
 UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards) {
   UnitFootprint unit;
-  unit.path = size.path;
-  unit.layer = size.layer;
-  unit.stage = size.stage;
-  unit.chunk = size.chunk;
-  unit.reshardAfterForward = size.reshardAfterForward;
-  unit.prefetch = size.prefetch;
+  static_cast<FsdpUnitPlace &>(unit) = size;
   unit.computeBytes = size.computeBytes;
   int64_t perRank = size.elements / shards;
   int64_t trainablePerRank = size.trainableElements / shards;

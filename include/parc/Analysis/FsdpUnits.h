@@ -16,13 +16,19 @@
 
 namespace mlir::parc {
 
-/// One FSDP unit (or the part of the root unit one stage holds).
-struct FsdpUnitSize {
+/// Which FSDP unit (or part of the root unit) this is, where it runs and
+/// its policy: what the memory replay and the cost model both copy from
+/// the plan.
+struct FsdpUnitPlace {
   std::string path; // "" for the root
   NNModuleOp layer; // null for the root
   int64_t stage = 0, chunk = 0;
   bool reshardAfterForward = true;
   int64_t prefetch = 1;
+};
+
+/// One FSDP unit (or the part of the root unit one stage holds).
+struct FsdpUnitSize : FsdpUnitPlace {
   /// Bytes per element of the unit's dtypes.
   int64_t computeBytes = 2, masterBytes = 4, reduceBytes = 4, optimBytes = 4;
   /// Elements of the gathered (TP-local, FSDP-padded) unit, and of its
