@@ -90,7 +90,8 @@ public:
     }
     return schema::CreateProgramDirect(
         fbb, program.getSymName().str().c_str(), program.getRanks(), &covers,
-        program.getMicroBatches(), &steps);
+        program.getMicroBatches(), &steps, program.getBatch(),
+        program.getSeq());
   }
 
 private:
@@ -282,7 +283,8 @@ public:
     auto program = ProgramOp::create(
         b, loc, b.getStringAttr(str(entry.name())),
         b.getI64IntegerAttr(entry.ranks()), b.getDictionaryAttr(covers),
-        b.getI64IntegerAttr(entry.micro_batches()));
+        b.getI64IntegerAttr(entry.micro_batches()),
+        b.getI64IntegerAttr(entry.batch()), b.getI64IntegerAttr(entry.seq()));
     b.setInsertionPointToEnd(&program.getBodyRegion().emplaceBlock());
     name = str(entry.name());
     values.clear();

@@ -864,7 +864,8 @@ struct LowerToSchedulePass
       auto program = ProgramOp::create(
           b, loc, b.getStringAttr(name),
           b.getI64IntegerAttr(plan->world / plan->stages),
-          b.getDictionaryAttr(covers), b.getI64IntegerAttr(plan->microBatches));
+          b.getDictionaryAttr(covers), b.getI64IntegerAttr(plan->microBatches),
+          b.getI64IntegerAttr(plan->mbs), b.getI64IntegerAttr(plan->seq));
       OpBuilder body =
           OpBuilder::atBlockEnd(&program.getBodyRegion().emplaceBlock());
       ProgramWriter(*plan, reader, stage, body, loc).write();

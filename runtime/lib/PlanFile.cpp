@@ -289,6 +289,24 @@ void parc::runtime::describePlan(const plan::Plan &plan, std::ostream &os) {
     os << "prediction " << str(p->hardware()) << " seq " << p->seq_len()
        << " mbs " << p->micro_batch_size() << " peak " << p->peak_bytes()
        << " (" << str(p->peak_phase()) << ")\n";
+  if (plan.programs())
+    for (const plan::Program *program : *plan.programs()) {
+      os << "program @" << str(program->name()) << ": " << program->ranks()
+         << " rank" << (program->ranks() == 1 ? "" : "s") << ", "
+         << program->micro_batches() << " micro-batch"
+         << (program->micro_batches() == 1 ? "" : "es") << " of "
+         << program->batch() << " x " << program->seq() << " tokens, "
+         << (program->steps() ? program->steps()->size() : 0) << " steps";
+      if (program->covers())
+        for (const plan::Coverage *coverage : *program->covers()) {
+          os << ", " << str(coverage->grid()) << " [";
+          if (coverage->indices())
+            for (unsigned i = 0; i < coverage->indices()->size(); ++i)
+              os << (i ? "," : "") << coverage->indices()->Get(i);
+          os << "]";
+        }
+      os << "\n";
+    }
   size_t numForwards = plan.forwards() ? plan.forwards()->size() : 0;
   os << "forwards " << numForwards << "\n";
   if (!plan.forwards())

@@ -10,6 +10,8 @@
 
 #include "parc/runtime/Trainer.h"
 
+#include "parc/runtime/Program.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
@@ -369,33 +371,21 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
   const plan::Plan &plan = planFile.plan();
   Collectives &comm = exec.collectives();
   const plan::Prediction *prediction = plan.prediction();
-  int64_t seq = options.seqLen
-                    ? options.seqLen
-                    : (prediction ? prediction->seq_len() : 0);
-  int64_t mbs = options.microBatch
-                    ? options.microBatch
-                    : (prediction ? prediction->micro_batch_size() : 0);
-  if (seq <= 0 || mbs <= 0)
-    throw std::runtime_error(planFile.path() +
-                             ": the plan records no sequence length or "
-                             "micro-batch; pass --seq and --mbs");
   const RankLayout &layout = exec.rankLayout();
-  // Ranks on other data: FSDP shards (and dp replicas). TP and pipeline
-  // peers of a rank see its samples.
+  // The batch is the program's: micro_batches micro-batches (gradient
+  // accumulation, or the pipeline's) of `batch` sequences on each data
+  // shard (FSDP shards and dp replicas; TP and pipeline peers of a rank see
+  // its samples).
+  const plan::Program *program = rankProgram(plan, layout);
+  if (!program)
+    throw std::runtime_error(planFile.path() + ": no program covers rank " +
+                             std::to_string(comm.rank()));
+  ProgramBatch shape = programBatch(*program);
+  int64_t seq = shape.seq, mbs = shape.batch;
   int64_t dp = layout.dataParallel();
   bool pipelined = layout.pp > 1;
-  int64_t perStep = mbs * dp * (pipelined ? layout.microbatches : 1);
-  int64_t gbs = options.globalBatch ? options.globalBatch : perStep;
-  if (gbs % perStep || (pipelined && gbs != perStep))
-    throw std::runtime_error(
-        "--gbs " + std::to_string(gbs) + " is not " +
-        (pipelined ? "" : "a multiple of ") + "micro-batch " +
-        std::to_string(mbs) + " x " + std::to_string(dp) +
-        " data-parallel ranks" +
-        (pipelined ? " x " + std::to_string(layout.microbatches) +
-                         " pipeline micro-batches"
-                   : std::string()));
-  int64_t accumulation = gbs / (mbs * dp);
+  int64_t gbs = shape.global(dp);
+  int64_t accumulation = shape.microBatches;
   // With a pipeline each stage has its own prediction.
   int64_t predicted = prediction ? prediction->peak_bytes() : 0;
   if (prediction && prediction->stage_peak_bytes() &&
@@ -413,6 +403,7 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
       std::cerr << "rank " << comm.rank() << " step " << step + 1
                 << " start: live " << liveBytes() << std::endl;
+    // Micro-batch a of data shard d: samples step * gbs + (a * dp + d) * mbs.
     auto batch = [&](int64_t micro) {
       return data.batch(step * gbs + micro * mbs * dp +
                             layout.dataIndex() * mbs,

@@ -19,7 +19,7 @@
 // (2 x 240) bf16 elements = 2240 bytes, plus fp32 statistics: attention
 // logsumexp 8 x 4 heads and norm rstd 8 = 40 x 4 bytes.
 // FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 32 steps
-// FSDP-LABEL: parc.program @all_ranks ranks 2 covers {} micro_batches 1 {
+// FSDP-LABEL: parc.program @all_ranks ranks 2 covers {} micro_batches 1 batch 1 seq 8 {
 // FSDP-NEXT: %[[ROOT:.*]] = parc.buffer param_shard "" : tensor<800xbf16>
 // FSDP-NEXT: %[[W0:.*]] = parc.buffer param_shard "model.layers.0" : tensor<616xbf16>
 // FSDP-NEXT: %[[W1:.*]] = parc.buffer param_shard "model.layers.1" : tensor<616xbf16>
@@ -61,7 +61,7 @@
 // bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
 // micro-batch.
 // REMAT: @all_ranks 64 steps
-// REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2
+// REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2 batch 1 seq 8 {
 // REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<1664xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
 // REMAT: parc.recompute_step "model.layers.1" micro_batch 0 remat "selective" bytes 992
@@ -86,7 +86,7 @@
 // of the tied embedding / lm_head (1600), whose gradient shards (800 f32)
 // are all-reduced between the two stages.
 // PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 66 steps, @stage_1 66 steps
-// PP-LABEL: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 2 {
+// PP-LABEL: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 2 batch 1 seq 8 {
 // PP: parc.forward_step "model.layers.1" micro_batch 0
 // PP-NEXT: parc.save "model.layers.1" micro_batch 0 : tensor<256xi8>
 // PP-NEXT: parc.free
@@ -108,7 +108,7 @@
 // PP-NEXT: shard.all_reduce %[[T0]] on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<800xf32> -> tensor<800xf32>
 // PP-NEXT: parc.optimizer_step params 2032
 // PP-NEXT: }
-// PP-LABEL: parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 2 {
+// PP-LABEL: parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 2 batch 1 seq 8 {
 // PP: %[[R0:.*]] = parc.buffer activation "model.layers.2" micro_batch 0 : tensor<128xbf16>
 // PP-NEXT: shard.recv %[[R0]] on @pp grid_axes = [0] source = [0]
 // PP: parc.forward_step "" part "tail" micro_batch 0
@@ -124,7 +124,7 @@
 // and 3 (chunk 1); chunk 0 sends on to stage 0's chunk 1, chunk 1 ends in
 // the loss. FSDP 1 needs no gathers.
 // INTERLEAVED: remark: lower-to-schedule: 2 programs for 2 ranks
-// INTERLEAVED-LABEL: parc.program @stage_1 ranks 1 covers {pp = array<i64: 1>} micro_batches 2 {
+// INTERLEAVED-LABEL: parc.program @stage_1 ranks 1 covers {pp = array<i64: 1>} micro_batches 2 batch 1 seq 8 {
 // INTERLEAVED-NEXT: parc.buffer activation "model.layers.1" micro_batch 0
 // INTERLEAVED-NEXT: shard.recv {{.*}} source = [0]
 // INTERLEAVED-NEXT: parc.forward_step "model.layers.1" micro_batch 0
@@ -147,7 +147,7 @@
 // (128 bf16); in backward, up's input gradient and lm_head's are
 // all-reduced; the logits (2 x 400 bf16) are all-gathered.
 // TP: remark: lower-to-schedule: 1 program for 4 ranks
-// TP-LABEL: parc.program @all_ranks ranks 4 covers {} micro_batches 1 {
+// TP-LABEL: parc.program @all_ranks ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
 // TP-NEXT: parc.buffer param_shard "" : tensor<400xbf16>
 // TP-NEXT: parc.buffer param_shard "model.layers.0" : tensor<384xbf16>
 // TP: parc.forward_step "" part "head" micro_batch 0

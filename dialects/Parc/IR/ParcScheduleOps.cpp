@@ -97,6 +97,10 @@ LogicalResult ProgramOp::verify() {
   if (int64_t(getMicroBatches()) < 1)
     return emitOpError() << "needs micro_batches >= 1, got "
                          << int64_t(getMicroBatches());
+  if (int64_t(getBatch()) < 1 || int64_t(getSeq()) < 1)
+    return emitOpError() << "needs batch >= 1 and seq >= 1, got batch "
+                         << int64_t(getBatch()) << " seq "
+                         << int64_t(getSeq());
   auto model = (*this)->getParentOfType<ModelOp>();
   // Ranks covered: the listed indices of each listed grid, every index of
   // the others.

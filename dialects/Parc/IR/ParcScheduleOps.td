@@ -31,7 +31,11 @@ def Parc_ProgramOp : Parc_Op<"program", [
     optimizer) that all ranks of one kind run. `covers` says which grid
     coordinates run it: each entry maps a `shard.grid` of the model to the
     indices along its axis (a grid not listed: every index); `ranks` is how
-    many ranks that is. `micro_batches` bounds every step's `micro_batch`.
+    many ranks that is. `micro_batches` bounds every step's `micro_batch`;
+    `batch` sequences of `seq` tokens make one micro-batch, so one step of
+    this program trains on `micro_batches x batch` sequences per data shard.
+    The runtime takes its batch from here: a different batch is a
+    different program.
 
     The region verifier checks the program as a whole: every `parc.save`
     is freed exactly once and nothing is freed twice, a layer's backward
@@ -39,7 +43,8 @@ def Parc_ProgramOp : Parc_Op<"program", [
     names a discovered layer of the model or the root's `head` / `tail`.
 
     ```mlir
-    parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 4 {
+    parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 4
+        batch 1 seq 4096 {
       %w = parc.buffer param_shard "model.layers.0" : tensor<324xbf16>
       %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0
           : tensor<324xbf16> -> tensor<648xbf16>
@@ -52,11 +57,12 @@ def Parc_ProgramOp : Parc_Op<"program", [
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$ranks,
-                       DictionaryAttr:$covers, I64Attr:$micro_batches);
+                       DictionaryAttr:$covers, I64Attr:$micro_batches,
+                       I64Attr:$batch, I64Attr:$seq);
   let regions = (region SizedRegion<1>:$bodyRegion);
   let assemblyFormat = [{
     $sym_name `ranks` $ranks `covers` $covers `micro_batches` $micro_batches
-    attr-dict-with-keyword $bodyRegion
+    `batch` $batch `seq` $seq attr-dict-with-keyword $bodyRegion
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;

@@ -14,6 +14,7 @@
 #include "parc/runtime/Collectives.h"
 #include "parc/runtime/Executor.h"
 #include "parc/runtime/PlanFile.h"
+#include "parc/runtime/Program.h"
 #include "parc/runtime/Trainer.h"
 
 #include <c10/util/Exception.h>
@@ -52,8 +53,6 @@ constexpr const char *kUsage =
     "  --log FILE         JSON lines: one object per rank per step\n"
     "  --data FILE        token ids (nanoGPT .bin); default: seeded synthetic\n"
     "  --data-dtype T     uint16 (default) or uint32\n"
-    "  --seq N --mbs N    override the plan's sequence length / micro-batch\n"
-    "  --gbs N            global batch (default micro-batch x ranks)\n"
     "  --lr X --weight-decay X --clip X --seed N\n"
     "  --save DIR         write a checkpoint at the end (and every K steps)\n"
     "  --save-every K\n"
@@ -132,12 +131,10 @@ Args parseArgs(int argc, char **argv) {
       if (v != "uint16" && v != "uint32")
         fail("--data-dtype is uint16 or uint32, not '" + v + "'");
       args.train.dataBits = v == "uint16" ? 16 : 32;
-    } else if (flag == "--seq")
-      args.train.seqLen = toInt(flag, value());
-    else if (flag == "--mbs")
-      args.train.microBatch = toInt(flag, value());
-    else if (flag == "--gbs")
-      args.train.globalBatch = toInt(flag, value());
+    } else if (flag == "--seq" || flag == "--mbs" || flag == "--gbs")
+      fail(flag + ": parc-run trains on the batch its plan was made for "
+                  "(see --describe); plan another batch with parc-plan " +
+           flag);
     else if (flag == "--lr")
       args.train.lr = toDouble(flag, value());
     else if (flag == "--weight-decay")
@@ -192,12 +189,14 @@ Args parseArgs(int argc, char **argv) {
 }
 
 /// The world size a plan was made for: the product of its rank axes (pp,
-/// dp, fsdp, tp). A layout this runtime does not execute is refused here,
-/// before any process or process group exists.
+/// dp, fsdp, tp). A layout this runtime does not execute, or a program that
+/// fails verification, is refused here, before any process or process group
+/// exists.
 int planWorld(const PlanFile &file) {
   RankLayout layout;
   std::string error;
-  if (!readRankLayout(file.plan(), layout, error))
+  if (!readRankLayout(file.plan(), layout, error) ||
+      !verifyPrograms(file.plan(), layout, error))
     fail(file.path() + ": " + error);
   return layout.world;
 }

@@ -368,6 +368,16 @@ parc.model @unit_missing_param class "M" {
 
 // -----
 
+parc.model @program_no_batch class "M" {
+  shard.grid @fsdp(shape = 2)
+  // expected-error@+1 {{needs batch >= 1 and seq >= 1, got batch 0 seq 8}}
+  parc.program @p ranks 2 covers {} micro_batches 1 batch 0 seq 8 {
+    parc.optimizer_step params 16
+  }
+}
+
+// -----
+
 parc.model @program_0 class "M" {
   shard.grid @fsdp(shape = 2)
   shard.grid @pp(shape = 2)
@@ -376,7 +386,7 @@ parc.model @program_0 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     %b = parc.buffer activation "layers.0" micro_batch 0 : tensor<8xbf16>
     // expected-error@+1 {{must free a parc.save or shard.all_gather result of its program}}
     parc.free %b : tensor<8xbf16>
@@ -393,7 +403,7 @@ parc.model @program_1 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
     %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
     parc.free %g : tensor<16xbf16>
@@ -412,7 +422,7 @@ parc.model @program_2 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     parc.forward_step "layers.0" micro_batch 0
     // expected-error@+1 {{is never freed}}
     %s = parc.save "layers.0" micro_batch 0 : tensor<64xi8>
@@ -430,7 +440,7 @@ parc.model @program_3 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{runs the backward of 'layers.0' micro-batch 0 before its forward}}
     parc.backward_step "layers.0" micro_batch 0
   }
@@ -446,7 +456,7 @@ parc.model @program_4 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     parc.forward_step "" part "tail" micro_batch 0
     // expected-error@+1 {{runs the forward of the root's tail micro-batch 0 twice}}
     parc.forward_step "" part "tail" micro_batch 0
@@ -463,7 +473,7 @@ parc.model @program_5 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     parc.forward_step "layers.0" micro_batch 0
     parc.backward_step "layers.0" micro_batch 0
     // expected-error@+1 {{runs the recompute of 'layers.0' micro-batch 0 after its backward}}
@@ -481,7 +491,7 @@ parc.model @program_6 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{saves activations of 'layers.0' micro-batch 0 outside its forward}}
     %s = parc.save "layers.0" micro_batch 0 : tensor<64xi8>
   }
@@ -497,7 +507,7 @@ parc.model @program_7 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{runs micro-batch 3 of a program with 1 micro-batches}}
     parc.forward_step "layers.0" micro_batch 3
   }
@@ -513,7 +523,7 @@ parc.model @program_8 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{names 'layers.9', which is no discovered layer}}
     parc.forward_step "layers.9" micro_batch 0
   }
@@ -529,7 +539,7 @@ parc.model @program_9 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{part must be "head" or "tail", got "middle"}}
     parc.forward_step "" part "middle" micro_batch 0
   }
@@ -545,7 +555,7 @@ parc.model @program_10 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{names both a module ("layers.0") and a root part}}
     parc.backward_step "layers.0" part "head" micro_batch 0
   }
@@ -561,7 +571,7 @@ parc.model @program_11 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{needs a module path or a root part}}
     parc.forward_step "" micro_batch 0
   }
@@ -577,7 +587,7 @@ parc.model @program_12 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{remat must be "full" or "selective", got "none"}}
     parc.recompute_step "layers.0" micro_batch 0 remat "none" bytes 8
   }
@@ -593,7 +603,7 @@ parc.model @program_13 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     // expected-error@+1 {{must be a non-empty static buffer, got 'tensor<?xbf16>'}}
     %b = parc.buffer activation "layers.0" : tensor<?xbf16>
   }
@@ -609,7 +619,7 @@ parc.model @program_14 class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  parc.program @p ranks 4 covers {} micro_batches 1 {
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
     // expected-error@+1 {{is not a step of a parc.program}}
     %s = shard.all_slice %w on @fsdp grid_axes = [0] slice_axis = 0 : tensor<8xbf16> -> tensor<4xbf16>
@@ -627,7 +637,7 @@ parc.model @covers_unknown class "M" {
     }
   }
   // expected-error@+1 {{covers 'tp', which is no shard.grid of the model}}
-  parc.program @p ranks 2 covers {tp = array<i64: 0>} micro_batches 1 {
+  parc.program @p ranks 2 covers {tp = array<i64: 0>} micro_batches 1 batch 1 seq 8 {
   }
 }
 
@@ -642,7 +652,7 @@ parc.model @covers_out_of_range class "M" {
     }
   }
   // expected-error@+1 {{covers index 2 of 'pp' of size 2}}
-  parc.program @p ranks 2 covers {pp = array<i64: 2>} micro_batches 1 {
+  parc.program @p ranks 2 covers {pp = array<i64: 2>} micro_batches 1 batch 1 seq 8 {
   }
 }
 
@@ -657,6 +667,6 @@ parc.model @ranks_mismatch class "M" {
     }
   }
   // expected-error@+1 {{covers 2 ranks of the model's grids but says ranks 4}}
-  parc.program @p ranks 4 covers {pp = array<i64: 1>} micro_batches 1 {
+  parc.program @p ranks 4 covers {pp = array<i64: 1>} micro_batches 1 batch 1 seq 8 {
   }
 }

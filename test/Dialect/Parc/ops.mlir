@@ -181,8 +181,8 @@ parc.model @scheduled class "M" {
       parc.param @w : tensor<4x4xf32>
     }
   }
-  // CHECK: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 1 {
-  parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 1 {
+  // CHECK: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 1 batch 1 seq 8 {
+  parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 1 batch 1 seq 8 {
     // CHECK-NEXT: %[[W:.*]] = parc.buffer param_shard "layers.0" : tensor<8xbf16>
     %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
     // CHECK-NEXT: %[[G:.*]] = shard.all_gather %[[W]] on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
@@ -220,8 +220,8 @@ parc.model @scheduled class "M" {
     // CHECK-NEXT: parc.optimizer_step params 8
     parc.optimizer_step params 8
   }
-  // CHECK: parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 1 {
-  parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 1 {
+  // CHECK: parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 1 batch 1 seq 8 {
+  parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 1 batch 1 seq 8 {
     parc.optimizer_step params 0
   }
 }

@@ -25,9 +25,6 @@ struct TrainOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weightDecay = 0.01;
   /// Clip gradients to this global norm; 0 disables clipping.
   double clip = 1.0;
-  /// 0: take the plan's prediction (sequence, micro-batch), or
-  /// micro-batch x data-parallel ranks for the global batch.
-  int64_t seqLen = 0, microBatch = 0, globalBatch = 0;
   std::string dataPath;
   int dataBits = 16;
   std::string logPath;

@@ -1,0 +1,435 @@
+//===- Program.cpp - checking the per-rank programs of plan.bin -----------===//
+
+#include "parc/runtime/Program.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+using namespace parc;
+using namespace parc::runtime;
+
+namespace {
+
+const char *str(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
+
+const char *kindName(plan::StepKind kind) {
+  return plan::EnumNameStepKind(kind);
+}
+
+/// This rank's index along a grid of the plan's rank layout; -1 for a grid
+/// the layout does not know.
+int coordinate(const RankLayout &layout, const std::string &grid) {
+  if (grid == "pp")
+    return layout.ppIndex;
+  if (grid == "dp")
+    return layout.dpIndex;
+  if (grid == "fsdp")
+    return layout.fsdpIndex;
+  if (grid == "tp")
+    return layout.tpIndex;
+  return -1;
+}
+
+int64_t gridSize(const plan::Plan &plan, const std::string &name) {
+  if (plan.grids())
+    for (const plan::Grid *grid : *plan.grids())
+      if (grid->name()->str() == name) {
+        int64_t size = 1;
+        if (grid->shape())
+          for (int64_t d : *grid->shape())
+            size *= d;
+        return size;
+      }
+  return 0;
+}
+
+/// A message between pipeline stages: from, to, what, micro-batch, bytes.
+using Message = std::tuple<int64_t, int64_t, int, int64_t, int64_t>;
+
+class ProgramChecker {
+public:
+  ProgramChecker(const plan::Plan &plan, const plan::Program &program,
+                 std::string &error)
+      : plan(plan), program(program), error(error) {
+    if (plan.modules())
+      for (const plan::Module *module : *plan.modules())
+        if (module->layer_index() >= 0)
+          layers.insert(str(module->path()));
+  }
+
+  /// Checks the program's steps; collects its pipeline sends and receives
+  /// (with `stage` as this program's index on the pp grid).
+  bool check(int64_t stage, std::multiset<Message> &sends,
+             std::multiset<Message> &recvs) {
+    const auto *steps = program.steps();
+    if (!steps || steps->size() == 0)
+      return fail(-1, "has no steps");
+    std::vector<plan::StepKind> defined;
+    std::vector<const plan::Step *> definer;
+    std::vector<int> freed;
+    std::vector<bool> gathersUnit;
+    bool optimizer = false;
+    for (unsigned i = 0; i < steps->size(); ++i) {
+      const plan::Step &step = *steps->Get(i);
+      plan::StepKind kind = step.kind();
+      if (optimizer)
+        return fail(i, std::string(kindName(kind)) +
+                           " after the optimizer step; the optimizer step "
+                           "ends the program");
+      int64_t micro = step.micro_batch();
+      if (micro < -1 || micro >= program.micro_batches())
+        return fail(i, "micro-batch " + std::to_string(micro) +
+                           " outside the program's " +
+                           std::to_string(program.micro_batches()));
+      int operand = step.operand();
+      if (operand < -1 || operand >= int(defined.size()))
+        return fail(i, "reads tensor " + std::to_string(operand) +
+                           ", which no earlier step defines");
+      bool defines = kind != plan::StepKind::Free &&
+                     kind != plan::StepKind::Forward &&
+                     kind != plan::StepKind::Backward &&
+                     kind != plan::StepKind::Recompute &&
+                     kind != plan::StepKind::OptimizerStep;
+      if (defines != (step.result() >= 0))
+        return fail(i, std::string(kindName(kind)) +
+                           (defines ? " defines no tensor"
+                                    : " defines a tensor it cannot"));
+      if (defines) {
+        if (step.result() != int(defined.size()))
+          return fail(i, "defines tensor " + std::to_string(step.result()) +
+                             " where the next is " +
+                             std::to_string(defined.size()));
+        if (step.elements() <= 0 || step.bytes() <= 0)
+          return fail(i, "defines an empty tensor");
+        defined.push_back(kind);
+        definer.push_back(&step);
+        freed.push_back(0);
+        gathersUnit.push_back(
+            kind == plan::StepKind::AllGather && operand >= 0 &&
+            defined[operand] == plan::StepKind::Buffer &&
+            definer[operand]->buffer_kind() == plan::BufferKind::ParamShard);
+      }
+      bool reads = kind != plan::StepKind::Buffer &&
+                   kind != plan::StepKind::Forward &&
+                   kind != plan::StepKind::Backward &&
+                   kind != plan::StepKind::Recompute &&
+                   kind != plan::StepKind::Save &&
+                   kind != plan::StepKind::OptimizerStep;
+      if (reads && operand < 0)
+        return fail(i, std::string(kindName(kind)) + " reads no tensor");
+      switch (kind) {
+      case plan::StepKind::Free: {
+        plan::StepKind what = defined[operand];
+        if (what != plan::StepKind::Save && what != plan::StepKind::AllGather)
+          return fail(i, "frees tensor " + std::to_string(operand) +
+                             ", a " + kindName(what) +
+                             " (only saved activations and gathered units "
+                             "are freed)");
+        if (freed[operand]++)
+          return fail(i, "frees tensor " + std::to_string(operand) +
+                             " a second time");
+        break;
+      }
+      case plan::StepKind::Forward:
+      case plan::StepKind::Backward:
+      case plan::StepKind::Recompute:
+        if (!compute(i, step))
+          return false;
+        break;
+      case plan::StepKind::AllGather:
+      case plan::StepKind::ReduceScatter:
+      case plan::StepKind::AllReduce:
+      case plan::StepKind::Send:
+      case plan::StepKind::Recv:
+        if (!collective(i, step, *definer[operand], stage, sends, recvs))
+          return false;
+        break;
+      case plan::StepKind::OptimizerStep:
+        optimizer = true;
+        break;
+      case plan::StepKind::Buffer:
+      case plan::StepKind::Save:
+        break;
+      }
+    }
+    if (!optimizer)
+      return fail(-1, "has no optimizer step");
+    // Saved activations and gathered FSDP units (an all-gather of a
+    // param_shard buffer) are released in the program; collectives on
+    // activations (TP) live as long as the compute that reads them.
+    for (size_t t = 0; t < defined.size(); ++t)
+      if ((defined[t] == plan::StepKind::Save ||
+           (defined[t] == plan::StepKind::AllGather &&
+            gathersUnit[t])) &&
+          !freed[t])
+        return fail(-1, std::string("never frees tensor ") +
+                            std::to_string(t) + " (" + kindName(defined[t]) +
+                            " of '" + str(definer[t]->path()) + "')");
+    for (const auto &[key, state] : computeState)
+      if (state != kBackwardDone)
+        return fail(-1, "runs the forward of " + describe(key) +
+                            " but not its backward");
+    return true;
+  }
+
+private:
+  /// (path, part, micro-batch, chunk).
+  using Key = std::tuple<std::string, std::string, int64_t, int64_t>;
+  static constexpr int kForwardDone = 1, kRecomputed = 2, kBackwardDone = 3;
+
+  static std::string describe(const Key &key) {
+    const auto &[path, part, micro, chunk] = key;
+    std::string what = path.empty() ? "the root's " + part : "'" + path + "'";
+    return what + " (micro-batch " + std::to_string(micro) +
+           (chunk ? ", chunk " + std::to_string(chunk) : "") + ")";
+  }
+
+  bool compute(unsigned i, const plan::Step &step) {
+    std::string path = str(step.path()), part = str(step.part());
+    if (path.empty() ? part != "head" && part != "tail" : !layers.count(path))
+      return fail(i, path.empty()
+                         ? "names root part '" + part + "' (head or tail)"
+                         : "names '" + path + "', which is no layer of the plan");
+    if (step.micro_batch() < 0)
+      return fail(i, "has no micro-batch");
+    Key key{path, part, step.micro_batch(), step.chunk()};
+    int &state = computeState[key];
+    switch (step.kind()) {
+    case plan::StepKind::Forward:
+      if (state)
+        return fail(i, "runs the forward of " + describe(key) + " again");
+      state = kForwardDone;
+      return true;
+    case plan::StepKind::Recompute:
+      if (state != kForwardDone)
+        return fail(i, "recomputes " + describe(key) +
+                           (state ? " twice or after its backward"
+                                  : " before its forward"));
+      state = kRecomputed;
+      return true;
+    default:
+      if (state != kForwardDone && state != kRecomputed)
+        return fail(i, "runs the backward of " + describe(key) +
+                           (state ? " again" : " before its forward"));
+      state = kBackwardDone;
+      return true;
+    }
+  }
+
+  bool collective(unsigned i, const plan::Step &step, const plan::Step &input,
+                  int64_t stage, std::multiset<Message> &sends,
+                  std::multiset<Message> &recvs) {
+    std::string grid = str(step.grid());
+    int64_t size = gridSize(plan, grid);
+    if (!size)
+      return fail(i, std::string(kindName(step.kind())) + " on grid '" +
+                         grid + "', which the plan does not have");
+    if (step.group())
+      for (int64_t index : *step.group())
+        if (index < 0 || index >= size)
+          return fail(i, "groups index " + std::to_string(index) +
+                             " of grid '" + grid + "' of size " +
+                             std::to_string(size));
+    bool p2p = step.kind() == plan::StepKind::Send ||
+               step.kind() == plan::StepKind::Recv;
+    if (!p2p)
+      return true;
+    if (grid != "pp")
+      return fail(i, std::string(kindName(step.kind())) +
+                         " on grid '" + grid + "', not pp");
+    if (step.peer() < 0 || step.peer() >= size || step.peer() == stage)
+      return fail(i, std::string(kindName(step.kind())) +
+                         (step.kind() == plan::StepKind::Send ? " to" : " from") +
+                         " stage " + std::to_string(step.peer()) + " on stage " +
+                         std::to_string(stage) + " of " +
+                         std::to_string(size) +
+                         (step.peer() == stage ? " (itself)" : " (outside)"));
+    if (input.kind() != plan::StepKind::Buffer ||
+        (input.buffer_kind() != plan::BufferKind::Activation &&
+         input.buffer_kind() != plan::BufferKind::ActivationGrad))
+      return fail(i, std::string(kindName(step.kind())) +
+                         " of a tensor that is no activation buffer");
+    bool send = step.kind() == plan::StepKind::Send;
+    Message message{send ? stage : step.peer(), send ? step.peer() : stage,
+                    int(input.buffer_kind()), input.micro_batch(),
+                    input.bytes()};
+    (send ? sends : recvs).insert(message);
+    return true;
+  }
+
+  bool fail(int step, const std::string &why) {
+    error = "program '" + std::string(str(program.name())) + "'" +
+            (step >= 0 ? " step " + std::to_string(step) : "") + ": " + why;
+    return false;
+  }
+
+  const plan::Plan &plan;
+  const plan::Program &program;
+  std::string &error;
+  std::set<std::string> layers;
+  std::map<Key, int> computeState;
+};
+
+/// Whether `program` covers the rank at `layout`'s coordinates.
+bool covers(const plan::Program &program, const RankLayout &layout) {
+  if (program.covers())
+    for (const plan::Coverage *coverage : *program.covers()) {
+      int index = coordinate(layout, coverage->grid()->str());
+      bool listed = false;
+      if (coverage->indices())
+        for (int64_t i : *coverage->indices())
+          listed |= i == index;
+      if (!listed)
+        return false;
+    }
+  return true;
+}
+
+} // namespace
+
+bool parc::runtime::verifyPrograms(const plan::Plan &plan,
+                                   const RankLayout &layout,
+                                   std::string &error) {
+  const auto *programs = plan.programs();
+  if (!programs || programs->size() == 0) {
+    error = "the plan holds no per-rank program; plan it with parc-plan "
+            "--emit-plan (or lower it with --lower-to-schedule before "
+            "--export-plan)";
+    return false;
+  }
+  std::multiset<Message> sends, recvs;
+  const plan::Program *first = nullptr;
+  for (const plan::Program *program : *programs) {
+    std::string name = str(program->name());
+    if (program->micro_batches() < 1 || program->batch() < 1 ||
+        program->seq() < 1) {
+      error = "program '" + name + "' records " +
+              std::to_string(program->micro_batches()) + " micro-batches of " +
+              std::to_string(program->batch()) + " sequences of " +
+              std::to_string(program->seq()) +
+              " tokens; a plan.bin written before programs carried their "
+              "batch must be planned again";
+      return false;
+    }
+    if (first && (program->micro_batches() != first->micro_batches() ||
+                  program->batch() != first->batch() ||
+                  program->seq() != first->seq())) {
+      auto shape = [](const plan::Program &p) {
+        return std::to_string(p.micro_batches()) + " micro-batches of " +
+               std::to_string(p.batch()) + " x " + std::to_string(p.seq()) +
+               " tokens";
+      };
+      error = "program '" + name + "' trains on " + shape(*program) +
+              ", program '" + str(first->name()) + "' on " + shape(*first) +
+              "; every rank trains on one batch";
+      return false;
+    }
+    first = first ? first : program;
+    int64_t stage = 0;
+    if (program->covers())
+      for (const plan::Coverage *coverage : *program->covers()) {
+        std::string grid = coverage->grid()->str();
+        int64_t size = gridSize(plan, grid);
+        if (!size || coordinate(layout, grid) < 0) {
+          error = "program '" + name + "' covers grid '" + grid +
+                  "', which is no rank axis of the plan";
+          return false;
+        }
+        std::set<int64_t> indices;
+        if (coverage->indices())
+          for (int64_t i : *coverage->indices())
+            if (i < 0 || i >= size || !indices.insert(i).second) {
+              error = "program '" + name + "' covers index " +
+                      std::to_string(i) + " of grid '" + grid + "' (size " +
+                      std::to_string(size) + ") " +
+                      (i < 0 || i >= size ? "outside it" : "twice");
+              return false;
+            }
+        if (grid == "pp" && indices.size() == 1)
+          stage = *indices.begin();
+      }
+    // Ranks: the listed indices of each listed grid times the sizes of the
+    // rank axes it does not list.
+    int64_t expected = 1;
+    for (const char *axis : {"pp", "dp", "fsdp", "tp"}) {
+      int64_t count = 0;
+      bool listed = false;
+      if (program->covers())
+        for (const plan::Coverage *coverage : *program->covers())
+          if (coverage->grid()->str() == axis) {
+            listed = true;
+            count = coverage->indices() ? coverage->indices()->size() : 0;
+          }
+      int64_t size = std::string(axis) == "pp"     ? layout.pp
+                     : std::string(axis) == "dp"   ? layout.dp
+                     : std::string(axis) == "fsdp" ? layout.fsdp
+                                                   : layout.tp;
+      expected *= listed ? count : size;
+    }
+    if (program->ranks() != expected) {
+      error = "program '" + name + "' says it runs on " +
+              std::to_string(program->ranks()) + " ranks; its coverage is " +
+              std::to_string(expected);
+      return false;
+    }
+    if (layout.pp > 1 && program->micro_batches() != layout.microbatches) {
+      error = "program '" + name + "' runs " +
+              std::to_string(program->micro_batches()) +
+              " micro-batches, the plan's pipeline " +
+              std::to_string(layout.microbatches);
+      return false;
+    }
+    if (!ProgramChecker(plan, *program, error).check(stage, sends, recvs))
+      return false;
+  }
+  // Every rank runs exactly one program.
+  for (int rank = 0; rank < layout.world; ++rank) {
+    RankLayout at = layout;
+    at.place(rank);
+    int count = 0;
+    for (const plan::Program *program : *programs)
+      count += covers(*program, at);
+    if (count != 1) {
+      error = "rank " + std::to_string(rank) + " runs " +
+              std::to_string(count) + " programs; every rank runs one";
+      return false;
+    }
+  }
+  // Name one message that is not matched, from the side that has more.
+  for (bool fromSender : {true, false})
+    for (const Message &m : fromSender ? sends : recvs) {
+      size_t sent = sends.count(m), received = recvs.count(m);
+      if (sent == received)
+        continue;
+      auto [from, to, kind, micro, bytes] = m;
+      (void)kind;
+      std::string what = " message(s) of " + std::to_string(bytes) +
+                         " bytes for micro-batch " + std::to_string(micro);
+      error = fromSender
+                  ? "stage " + std::to_string(from) + " sends " +
+                        std::to_string(sent) + what + " to stage " +
+                        std::to_string(to) + ", which receives " +
+                        std::to_string(received)
+                  : "stage " + std::to_string(to) + " receives " +
+                        std::to_string(received) + what + " from stage " +
+                        std::to_string(from) + ", which sends " +
+                        std::to_string(sent);
+      return false;
+    }
+  return true;
+}
+
+const plan::Program *parc::runtime::rankProgram(const plan::Plan &plan,
+                                                const RankLayout &layout) {
+  if (plan.programs())
+    for (const plan::Program *program : *plan.programs())
+      if (covers(*program, layout))
+        return program;
+  return nullptr;
+}
+
+ProgramBatch parc::runtime::programBatch(const plan::Program &program) {
+  return {program.micro_batches(), program.batch(), program.seq()};
+}
