@@ -1297,7 +1297,9 @@ void Executor::connectGroups() {
     owned = comm.subgroup(ranks, name);
     return owned.get();
   };
-  std::vector<int> tp, fsdp, pp;
+  std::vector<int> tp, fsdp, pp, dp;
+  for (int d = 0; d < l.dp; ++d)
+    dp.push_back(l.rankAt(l.ppIndex, d, l.fsdpIndex, l.tpIndex));
   for (int t = 0; t < l.tp; ++t)
     tp.push_back(l.rankAt(l.ppIndex, l.dpIndex, l.fsdpIndex, t));
   for (int f = 0; f < l.fsdp; ++f)
@@ -1307,6 +1309,7 @@ void Executor::connectGroups() {
   tpComm = group("tp", tp, ownedTp);
   fsdpComm = group("fsdp", fsdp, ownedFsdp);
   ppComm = group("pp", pp, ownedPp);
+  dpComm = group("dp", dp, ownedDp);
   bool tiedAcross = false;
   for (const ParamSlot &slot : paramSlots)
     tiedAcross |= slot.stages.size() > 1;
@@ -1376,8 +1379,46 @@ void Executor::reduceTiedCopies() {
   }
 }
 
+void Executor::reduceReplicas() {
+  int replicas = dpComm->size();
+  if (replicas == 1)
+    return;
+  // One all-reduce per FSDP unit, as the program's `all_reduce on @dp`:
+  // the unit's trainable shard gradients flattened into one buffer, summed
+  // over the replicas and averaged (each replica's loss is the mean over
+  // its own tokens, as each FSDP shard's is).
+  for (FsdpUnit &unit : fsdpUnits) {
+    std::vector<at::Tensor> grads;
+    for (int s : unit.slots) {
+      ParamSlot &slot = paramSlots[s];
+      if (!slot.local || slot.frozen)
+        continue;
+      if (!slot.master.grad().defined())
+        slot.master.mutable_grad() = at::zeros_like(slot.master);
+      grads.push_back(slot.master.grad());
+    }
+    if (grads.empty())
+      continue;
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor &g : grads)
+      flat.push_back(g.reshape({-1}));
+    at::Tensor buffer = at::cat(flat);
+    dpComm->allReduceSum(buffer);
+    buffer.div_(replicas);
+    int64_t offset = 0;
+    for (at::Tensor &g : grads) {
+      g.copy_(buffer.narrow(0, offset, g.numel()).view(g.sizes()));
+      offset += g.numel();
+    }
+  }
+}
+
 double Executor::gradSquares() {
   double sum = 0;
+  // Data-parallel replicas hold the same (all-reduced) gradients: the first
+  // counts them.
+  if (layout.dpIndex != 0)
+    return sum;
   for (ParamSlot &slot : paramSlots) {
     if (!slot.local || slot.frozen || !slot.master.grad().defined())
       continue;

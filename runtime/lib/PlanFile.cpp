@@ -132,12 +132,6 @@ bool parc::runtime::readRankLayout(const plan::Plan &plan, RankLayout &layout,
         return false;
       }
   }
-  if (layout.dp > 1) {
-    error = "dp " + std::to_string(layout.dp) +
-            ": replicated data parallelism is not built yet in parc-run "
-            "(plan it as fsdp)";
-    return false;
-  }
   layout.chunks = std::max<int64_t>(1, par->pp_chunks());
   if (layout.pp > 1 && layout.schedule != "gpipe" &&
       layout.schedule != "1f1b" && layout.schedule != "interleaved-1f1b") {

@@ -443,6 +443,7 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
       }
     }
     exec.reduceTiedCopies();
+    exec.reduceReplicas();
 
     at::NoGradGuard noGrad;
     // Global gradient norm over the shards: padding rows have zero

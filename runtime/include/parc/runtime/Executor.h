@@ -98,7 +98,7 @@ public:
                                           std::string &error);
   ~Executor();
 
-  /// Forms the per-axis process groups this rank belongs to (tp, fsdp, pp
+  /// Forms the per-axis process groups this rank belongs to (tp, fsdp, pp, dp
   /// and the tied-copy group of the first and last stage), each over a
   /// PrefixStore of the world's store. Every rank calls it in the same
   /// order; throws CollectiveError when a group cannot be formed.
@@ -126,6 +126,11 @@ public:
   /// After every backward of a step: all-reduces the gradients of tied
   /// copies between the first and last stage, so both copies step alike.
   void reduceTiedCopies();
+
+  /// After every backward of a step, with dp > 1 (HSDP): averages each
+  /// FSDP unit's sharded gradients over the data-parallel replicas, one
+  /// all-reduce per unit over the dp group.
+  void reduceReplicas();
 
   /// Σ grad² over what this rank contributes to the global norm: its shards
   /// of TP-split parameters, replicated ones only on TP rank 0, a tied copy
@@ -191,9 +196,10 @@ private:
   const plan::Plan &plan;
   Collectives &comm;
   RankLayout layout;
-  std::unique_ptr<Collectives> ownedTp, ownedFsdp, ownedPp, ownedTied;
+  std::unique_ptr<Collectives> ownedTp, ownedFsdp, ownedPp, ownedDp,
+      ownedTied;
   Collectives *tpComm = nullptr, *fsdpComm = nullptr, *ppComm = nullptr,
-              *tiedComm = nullptr;
+              *dpComm = nullptr, *tiedComm = nullptr;
   struct Pipeline;
   std::unique_ptr<Pipeline> pipeline;
   std::vector<ParamSlot> paramSlots;
