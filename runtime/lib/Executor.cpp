@@ -1,18 +1,15 @@
 //===- Executor.cpp - a plan's forward on LibTorch, with FSDP and remat ---===//
 //
 // The forward ops of plan.bin become ATen calls; autograd builds the
-// backward. Three custom autograd functions carry the plan into it:
-//  - GatherUnit: all-gathers a unit's shards before its forward; its
-//    backward runs once every gradient of the unit's parameters is in, and
-//    reduce-scatters them into the shards' grads.
-//  - PreBackward: an identity on a resharded unit's output whose backward
-//    re-gathers the unit's parameters before the unit's backward needs them.
-//  - Recompute: a checkpoint; keeps only its inputs and re-runs the module
-//    (remat "full") or the op (selective remat's parc.recompute) in backward.
+// backward of each segment the program runs (Interpreter.cpp). Custom
+// autograd functions carry tensor parallelism (Megatron's f and g, the
+// sequence-parallel gathers and scatters, the vocab-parallel loss) and
+// selective remat's op checkpoints (Recompute) into it. The FSDP gathers,
+// frees and reduce-scatters are the program's own steps.
 //
 //===----------------------------------------------------------------------===//
 
-#include "parc/runtime/Executor.h"
+#include "ExecutorInternals.h"
 #include "parc/runtime/PlanFile.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -20,7 +17,9 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
+#include <functional>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -29,109 +28,6 @@ using namespace parc::runtime;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-namespace parc::runtime {
-
-enum class OpKind {
-  Embedding,
-  Linear,
-  Matmul,
-  RmsNorm,
-  LayerNorm,
-  Rope,
-  Attention,
-  Add,
-  Mul,
-  Activation,
-  Softcap,
-  CrossEntropy,
-  Call,
-};
-
-enum class Activation { Silu, GeluTanh, Gelu, Relu };
-
-/// A forward op with its attributes read once, before any work.
-struct CompiledOp {
-  OpKind kind;
-  std::string name;
-  std::string module;
-  std::vector<int> operands;
-  std::vector<int> results;
-  int weight = -1;
-  int bias = -1;
-  std::string callee;
-  double eps = 0, scale = 1, theta = 10000, cap = 0;
-  bool hasScale = false, unitOffset = false, causal = false;
-  int64_t window = 0, heads = 0, kvHeads = 0, headDim = 0;
-  Activation activation = Activation::Silu;
-  /// Rope scaling: "" (none), "linear" or "llama3".
-  std::string ropeType;
-  double ropeFactor = 1, lowFreqFactor = 1, highFreqFactor = 4;
-  int64_t originalMaxPositions = 8192;
-  bool recompute = false;
-  /// Tensor parallel (docs/runtime.md): a column-parallel or vocab linear
-  /// takes its replicated input through TpCopy (identity forward, all-reduce
-  /// backward); a row-parallel linear and a vocab embedding all-reduce their
-  /// partial outputs (TpReduce); a replicated weight applied to TP-local
-  /// features (q/k norms) takes TpCopy so that its gradient sums the ranks'
-  /// heads; a cross-entropy on vocab-sharded logits is vocab-parallel under
-  /// loss_parallel; vocab-sharded operands of any other op are all-gathered.
-  TpSplit weightSplit = TpSplit::Replicated;
-  bool tpCopyInput = false;
-  bool tpReduceOutput = false;
-  bool tpWeightGrad = false;
-  bool vocabParallelLoss = false;
-  /// Sequence parallel: a column-parallel linear all-gathers its
-  /// sequence-sharded input (TpGatherSequence); a row-parallel linear and the
-  /// vocab embedding reduce-scatter over the sequence (TpScatterSequence).
-  bool seqGatherInput = false;
-  bool seqScatterOutput = false;
-  std::vector<bool> gatherOperand;
-};
-
-struct CompiledForward {
-  std::string module;
-  int numArgs = 0;
-  int numValues = 0;
-  std::vector<CompiledOp> ops;
-  std::vector<int> results;
-};
-
-/// The model's forward flattened to one op list (calls of non-layer modules
-/// inlined), each op on the pipeline stage that runs it, and what crosses
-/// each stage boundary.
-struct Executor::Pipeline {
-  struct Step {
-    const CompiledOp *op = nullptr;
-    std::vector<int> operands, results;
-    int stage = 0;
-  };
-  /// `stage` of a step is its virtual stage: chunk x stages + stage.
-  std::vector<Step> steps;
-  int numValues = 2;
-  int lossValue = -1;
-  int virtualStages = 1;
-  /// Per virtual boundary b: the values virtual stage b sends to b + 1
-  /// (defined on virtual stages <= b and read on a later one), in value order.
-  std::vector<std::vector<int>> crossing;
-  /// Per virtual stage: whether its ops read root parameters.
-  std::vector<bool> usesRoot;
-  /// This stage's schedule.
-  struct Entry {
-    bool forward;
-    int64_t micro;
-    int64_t chunk;
-  };
-  std::vector<Entry> order;
-  /// A micro-batch between its forward and its backward.
-  struct InFlight {
-    std::vector<at::Tensor> received;
-    std::vector<at::Tensor> sent;
-    at::Tensor loss;
-  };
-  std::map<std::pair<int64_t, int64_t>, InFlight> inFlight;
-};
-
-} // namespace parc::runtime
 
 namespace {
 
@@ -156,51 +52,6 @@ template <typename T> T *fromInt(int64_t v) {
 //===----------------------------------------------------------------------===//
 // Autograd functions
 //===----------------------------------------------------------------------===//
-
-struct GatherUnit : torch::autograd::Function<GatherUnit> {
-  static variable_list forward(AutogradContext *ctx, at::TensorList masters,
-                               int64_t executor, int64_t unit) {
-    ctx->saved_data["executor"] = executor;
-    ctx->saved_data["unit"] = unit;
-    auto *exec = fromInt<Executor>(executor);
-    FsdpUnit &u = exec->units()[unit];
-    variable_list fulls = exec->gather(u);
-    ctx->saved_data["gather"] = ++u.gathers;
-    u.inFlight[u.gathers] = u.storages;
-    return fulls;
-  }
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
-    auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
-    FsdpUnit &unit = exec->units()[ctx->saved_data["unit"].toInt()];
-    int64_t gather = ctx->saved_data["gather"].toInt();
-    variable_list result = exec->reduceGrads(unit, grads);
-    unit.storages = unit.inFlight.at(gather);
-    unit.inFlight.erase(gather);
-    exec->release(unit);
-    result.emplace_back();
-    result.emplace_back();
-    return result;
-  }
-};
-
-struct PreBackward : torch::autograd::Function<PreBackward> {
-  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x,
-                            int64_t executor, int64_t unit, int64_t gather) {
-    ctx->saved_data["executor"] = executor;
-    ctx->saved_data["unit"] = unit;
-    ctx->saved_data["gather"] = gather;
-    return x;
-  }
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
-    auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
-    FsdpUnit &unit = exec->units()[ctx->saved_data["unit"].toInt()];
-    // Into the storages this gather's forward saved (not a later
-    // micro-batch's).
-    unit.storages = unit.inFlight.at(ctx->saved_data["gather"].toInt());
-    exec->regather(unit);
-    return {grads[0], at::Tensor(), at::Tensor(), at::Tensor()};
-  }
-};
 
 /// Megatron's f: identity forward; backward all-reduces the gradient over
 /// the tp group (the input of a column-parallel linear is replicated, each
@@ -371,112 +222,73 @@ struct VocabParallelLoss : torch::autograd::Function<VocabParallelLoss> {
   }
 };
 
-/// What a Recompute checkpoint re-runs.
+/// What a Recompute checkpoint re-runs: a group of ops marked
+/// parc.recompute (selective remat) whose inputs are the group's inputs
+/// followed by each member's weight and bias. Layers with remat "full" are the program's
+/// recompute steps (Interpreter.cpp).
 struct RecomputeRegion {
   Executor *exec = nullptr;
-  /// A module (remat "full"), or a single op when `op` is set.
-  std::string module;
-  const CompiledOp *op = nullptr;
-  /// The FSDP unit the module is, whose shards are the checkpoint's
-  /// parameter inputs; -1 when the parameter inputs are gathered tensors.
-  int unit = -1;
-  std::vector<int> slots;
-  int numActivations = 0;
+  const CompiledForward *fwd = nullptr;
+  const RecomputeGroup *group = nullptr;
 };
 
-/// Runs a region: a module forward, or one op whose last inputs are its
-/// weight and bias. A module that is not a unit of its own takes the
-/// gathered tensors of its parameters (`slots`) as its last inputs, so that
-/// their gradients leave the checkpoint.
 variable_list runRegion(const RecomputeRegion &region,
                         const variable_list &inputs) {
-  Executor &exec = *region.exec;
-  std::vector<at::Tensor> acts(inputs.begin(),
-                               inputs.begin() + region.numActivations);
-  if (region.op) {
-    size_t next = region.numActivations;
-    at::Tensor weight = region.op->weight >= 0 ? inputs[next++] : at::Tensor();
-    at::Tensor bias = region.op->bias >= 0 ? inputs[next++] : at::Tensor();
-    return {exec.apply(*region.op, acts, weight, bias)};
+  const RecomputeGroup &group = *region.group;
+  std::vector<at::Tensor> local(region.fwd->numValues);
+  for (size_t i = 0; i < group.inputs.size(); ++i)
+    local[group.inputs[i]] = inputs[i];
+  size_t next = group.inputs.size();
+  for (size_t k : group.members) {
+    const CompiledOp &op = region.fwd->ops[k];
+    std::vector<at::Tensor> operands;
+    for (int id : op.operands)
+      operands.push_back(local[id]);
+    operands = region.exec->gatherVocabOperands(op, std::move(operands));
+    at::Tensor weight = op.weight >= 0 ? inputs[next++] : at::Tensor();
+    at::Tensor bias = op.bias >= 0 ? inputs[next++] : at::Tensor();
+    local[op.results[0]] = region.exec->apply(op, operands, weight, bias);
   }
-  if (region.unit >= 0)
-    return exec.run(region.module, acts);
-  std::vector<at::Tensor> previous;
-  for (size_t i = 0; i < region.slots.size(); ++i) {
-    at::Tensor &full = exec.slots()[region.slots[i]].full;
-    previous.push_back(full);
-    full = inputs[region.numActivations + i];
-  }
-  variable_list out = exec.run(region.module, acts);
-  for (size_t i = 0; i < region.slots.size(); ++i)
-    exec.slots()[region.slots[i]].full = previous[i];
+  variable_list out;
+  for (int id : group.outputs)
+    out.push_back(local[id]);
   return out;
 }
 
-/// Points the unit's slots at gathered tensors for the length of a region.
-void bindUnit(Executor &exec, FsdpUnit &unit, const std::vector<at::Tensor> &fulls) {
-  for (size_t i = 0; i < unit.slots.size(); ++i)
-    exec.slots()[unit.slots[i]].full =
-        i < fulls.size() ? fulls[i] : at::Tensor();
-}
-
+/// A checkpoint of a recompute group: keeps only its inputs and re-runs it
+/// in backward.
 struct Recompute : torch::autograd::Function<Recompute> {
   static variable_list forward(AutogradContext *ctx, at::TensorList inputs,
                                int64_t regionPtr) {
     auto *region = fromInt<RecomputeRegion>(regionPtr);
     ctx->saved_data["region"] = regionPtr;
     ctx->save_for_backward(inputs.vec());
-    variable_list in = inputs.vec();
-    if (region->unit >= 0) {
-      FsdpUnit &unit = region->exec->units()[region->unit];
-      bindUnit(*region->exec, unit, region->exec->gather(unit));
-      variable_list out = runRegion(*region, in);
-      bindUnit(*region->exec, unit, {});
-      region->exec->release(unit);
-      return out;
-    }
-    return runRegion(*region, in);
+    return runRegion(*region, inputs.vec());
   }
 
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
     auto *region = fromInt<RecomputeRegion>(ctx->saved_data["region"].toInt());
-    Executor &exec = *region->exec;
     variable_list saved = ctx->get_saved_variables();
     variable_list leaves;
     for (const at::Tensor &t : saved)
       leaves.push_back(t.detach().requires_grad_(t.requires_grad()));
-    FsdpUnit *unit = region->unit >= 0 ? &exec.units()[region->unit] : nullptr;
-    variable_list outputs, wrt, paramLeaves;
+    variable_list outputs;
     {
       at::AutoGradMode enable(true);
-      if (unit) {
-        std::vector<at::Tensor> fulls = exec.gather(*unit);
-        for (size_t i = 0; i < unit->slots.size(); ++i) {
-          ParamSlot &slot = exec.slots()[unit->slots[i]];
-          slot.full = fulls[i].detach().requires_grad_(!slot.frozen);
-          paramLeaves.push_back(slot.full);
-        }
-      }
       outputs = runRegion(*region, leaves);
     }
-    variable_list outs, gradOuts;
+    variable_list outs, gradOuts, wrt;
     for (size_t i = 0; i < outputs.size(); ++i)
       if (outputs[i].requires_grad() && grads[i].defined()) {
         outs.push_back(outputs[i]);
         gradOuts.push_back(grads[i]);
       }
     std::vector<size_t> wrtIndex;
-    // A unit's shard inputs get their gradients from the reduce-scatter.
-    size_t differentiable = unit ? region->numActivations : leaves.size();
-    for (size_t i = 0; i < differentiable; ++i)
+    for (size_t i = 0; i < leaves.size(); ++i)
       if (leaves[i].requires_grad()) {
         wrt.push_back(leaves[i]);
         wrtIndex.push_back(i);
       }
-    size_t firstParam = wrt.size();
-    for (const at::Tensor &p : paramLeaves)
-      if (p.requires_grad())
-        wrt.push_back(p);
     variable_list computed;
     if (!outs.empty() && !wrt.empty())
       computed = torch::autograd::grad(outs, wrt, gradOuts,
@@ -486,20 +298,6 @@ struct Recompute : torch::autograd::Function<Recompute> {
     variable_list result(saved.size());
     for (size_t i = 0; i < wrtIndex.size(); ++i)
       result[wrtIndex[i]] = computed.empty() ? at::Tensor() : computed[i];
-    if (unit) {
-      std::vector<at::Tensor> paramGrads;
-      size_t next = firstParam;
-      for (int s : unit->slots)
-        paramGrads.push_back(exec.slots()[s].frozen || computed.empty()
-                                 ? at::Tensor()
-                                 : computed[next++]);
-      std::vector<at::Tensor> shardGrads = exec.reduceGrads(*unit, paramGrads);
-      for (size_t i = 0; i < shardGrads.size(); ++i)
-        result[region->numActivations + i] = shardGrads[i];
-      for (int s : unit->slots)
-        exec.slots()[s].full = at::Tensor();
-      exec.release(*unit);
-    }
     result.emplace_back();
     return result;
   }
@@ -513,14 +311,16 @@ std::vector<std::unique_ptr<RecomputeRegion>> &regions() {
 
 } // namespace
 
+void parc::runtime::clearRecomputeRegions() { regions().clear(); }
+
 //===----------------------------------------------------------------------===//
 // Building the executor
 //===----------------------------------------------------------------------===//
 
 Executor::Executor(const plan::Plan &plan, Collectives &comm)
     : plan(plan), comm(comm), tpComm(&comm), fsdpComm(&comm), ppComm(&comm) {}
-
 Executor::~Executor() = default;
+
 
 std::unique_ptr<Executor> Executor::create(const plan::Plan &plan,
                                            Collectives &comm,
@@ -928,9 +728,66 @@ bool Executor::compile(std::string &error) {
     if (!compileTp(*forwards.at(""), {0, 0}, rootResults, error))
       return false;
   }
-  if (layout.pp > 1)
-    return compilePipeline(error);
-  return true;
+  for (auto &[path, fwd] : forwards)
+    groupRecomputes(*fwd);
+  return compilePipeline(error) && buildInterpreter(error);
+}
+
+void Executor::groupRecomputes(CompiledForward &fwd) {
+  size_t n = fwd.ops.size();
+  fwd.recomputeGroupAt.assign(n, -1);
+  auto groupable = [&](const CompiledOp &op) {
+    return op.recompute && op.kind != OpKind::Call && op.results.size() == 1;
+  };
+  // Union-find over ops: a member joins the unsealed groups of its operands;
+  // a group is sealed once an op outside it reads one of its results.
+  std::vector<int> parent(n), producer(fwd.numValues, -1);
+  std::vector<bool> sealed(n, false);
+  std::function<int(int)> find = [&](int k) {
+    return parent[k] == k ? k : parent[k] = find(parent[k]);
+  };
+  for (size_t k = 0; k < n; ++k) {
+    parent[k] = k;
+    const CompiledOp &op = fwd.ops[k];
+    if (!groupable(op)) {
+      for (int id : op.operands)
+        if (producer[id] >= 0)
+          sealed[find(producer[id])] = true;
+      continue;
+    }
+    for (int id : op.operands)
+      if (producer[id] >= 0 && !sealed[find(producer[id])])
+        parent[find(producer[id])] = k;
+    producer[op.results[0]] = k;
+  }
+  std::map<int, RecomputeGroup> groups;
+  for (size_t k = 0; k < n; ++k)
+    if (groupable(fwd.ops[k]))
+      groups[find(k)].members.push_back(k);
+  for (auto &[root, group] : groups) {
+    std::set<int> defined, inputs, outputs;
+    std::set<size_t> members(group.members.begin(), group.members.end());
+    for (size_t k : group.members) {
+      for (int id : fwd.ops[k].operands)
+        if (!defined.count(id))
+          inputs.insert(id);
+      defined.insert(fwd.ops[k].results[0]);
+    }
+    for (size_t k = 0; k < n; ++k)
+      if (!members.count(k))
+        for (int id : fwd.ops[k].operands)
+          if (defined.count(id))
+            outputs.insert(id);
+    for (int id : fwd.results)
+      if (defined.count(id))
+        outputs.insert(id);
+    group.inputs.assign(inputs.begin(), inputs.end());
+    group.outputs.assign(outputs.begin(), outputs.end());
+    for (size_t k : group.members)
+      fwd.recomputeGroupAt[k] = -2;
+    fwd.recomputeGroupAt[group.members.back()] = fwd.recomputeGroups.size();
+    fwd.recomputeGroups.push_back(std::move(group));
+  }
 }
 
 /// What TP makes of each value of a forward: replicated on every rank,
@@ -1229,11 +1086,6 @@ bool Executor::compilePipeline(std::string &error) {
             std::to_string(pipe.virtualStages - 1);
     return false;
   }
-  pipe.usesRoot.assign(pipe.virtualStages, false);
-  for (const Pipeline::Step &step : pipe.steps)
-    for (int slot : {step.op->weight, step.op->bias})
-      if (slot >= 0 && paramSlots[slot].unit == unitByPath[""])
-        pipe.usesRoot[step.stage] = true;
   // What crosses each boundary.
   std::vector<int> definedOn(pipe.numValues, -1), lastUse(pipe.numValues, -1);
   for (const Pipeline::Step &step : pipe.steps) {
@@ -1247,44 +1099,6 @@ bool Executor::compilePipeline(std::string &error) {
     for (int id = 2; id < pipe.numValues; ++id)
       if (definedOn[id] >= 0 && definedOn[id] <= b && lastUse[id] > b)
         pipe.crossing[b].push_back(id);
-  // This stage's schedule.
-  int64_t slots = layout.microbatches * layout.chunks;
-  std::vector<int> forwardDone(slots, 0), backwardDone(slots, 0);
-  for (const std::string &text : layout.stageSteps[layout.ppIndex]) {
-    std::string where = "PP: stage " + std::to_string(layout.ppIndex) +
-                        " schedule step '" + text + "'";
-    char *end = nullptr;
-    long micro = text.size() > 1 ? std::strtol(text.c_str() + 1, &end, 10) : -1;
-    long chunk = 0;
-    if (end && end[0] == '.' && end[1] == 'c')
-      chunk = std::strtol(end + 2, &end, 10);
-    if ((text[0] != 'F' && text[0] != 'B') || micro < 0 || !end || *end ||
-        micro >= layout.microbatches || chunk < 0 || chunk >= layout.chunks) {
-      error = where + " is not F<m> / B<m> (.c<chunk>) with m below " +
-              std::to_string(layout.microbatches) + " and chunk below " +
-              std::to_string(layout.chunks);
-      return false;
-    }
-    bool forward = text[0] == 'F';
-    int64_t id = micro * layout.chunks + chunk;
-    if (forward ? forwardDone[id]++ : backwardDone[id]++) {
-      error = where + " repeats a step";
-      return false;
-    }
-    if (!forward && !forwardDone[id]) {
-      error = where + " comes before the micro-batch's forward";
-      return false;
-    }
-    pipe.order.push_back({forward, micro, chunk});
-  }
-  for (int64_t id = 0; id < slots; ++id)
-    if (!forwardDone[id] || !backwardDone[id]) {
-      error = "PP: stage " + std::to_string(layout.ppIndex) +
-              "'s schedule does not run micro-batch " +
-              std::to_string(id / layout.chunks) + " chunk " +
-              std::to_string(id % layout.chunks) + " forward and backward";
-      return false;
-    }
   return true;
 }
 
@@ -1366,51 +1180,50 @@ void Executor::materialise(uint64_t seed) {
   }
 }
 
-void Executor::reduceTiedCopies() {
-  if (!tiedComm)
-    return;
-  for (ParamSlot &slot : paramSlots) {
-    if (slot.stages.size() < 2 || !slot.local || slot.frozen)
-      continue;
-    if (!slot.master.grad().defined())
-      slot.master.mutable_grad() = at::zeros_like(slot.master);
-    at::Tensor grad = slot.master.grad();
-    tiedComm->allReduceSum(grad);
-  }
-}
-
-void Executor::reduceReplicas() {
+void Executor::reduceReplicas(FsdpUnit &unit) {
   int replicas = dpComm->size();
   if (replicas == 1)
     return;
-  // One all-reduce per FSDP unit, as the program's `all_reduce on @dp`:
-  // the unit's trainable shard gradients flattened into one buffer, summed
-  // over the replicas and averaged (each replica's loss is the mean over
-  // its own tokens, as each FSDP shard's is).
-  for (FsdpUnit &unit : fsdpUnits) {
-    std::vector<at::Tensor> grads;
-    for (int s : unit.slots) {
-      ParamSlot &slot = paramSlots[s];
-      if (!slot.local || slot.frozen)
-        continue;
-      if (!slot.master.grad().defined())
-        slot.master.mutable_grad() = at::zeros_like(slot.master);
-      grads.push_back(slot.master.grad());
-    }
-    if (grads.empty())
+  // The unit's trainable shard gradients flattened into one buffer, summed
+  // over the replicas and averaged (each replica's loss is the mean over its
+  // own tokens, as each FSDP shard's is).
+  std::vector<at::Tensor> grads;
+  for (int s : unit.slots) {
+    ParamSlot &slot = paramSlots[s];
+    if (!slot.local || slot.frozen)
       continue;
-    std::vector<at::Tensor> flat;
-    for (const at::Tensor &g : grads)
-      flat.push_back(g.reshape({-1}));
-    at::Tensor buffer = at::cat(flat);
-    dpComm->allReduceSum(buffer);
-    buffer.div_(replicas);
-    int64_t offset = 0;
-    for (at::Tensor &g : grads) {
-      g.copy_(buffer.narrow(0, offset, g.numel()).view(g.sizes()));
-      offset += g.numel();
-    }
+    if (!slot.master.grad().defined())
+      slot.master.mutable_grad() = at::zeros_like(slot.master);
+    grads.push_back(slot.master.grad());
   }
+  if (grads.empty())
+    return;
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor &g : grads)
+    flat.push_back(g.reshape({-1}));
+  at::Tensor buffer = at::cat(flat);
+  dpComm->allReduceSum(buffer);
+  buffer.div_(replicas);
+  int64_t offset = 0;
+  for (at::Tensor &g : grads) {
+    g.copy_(buffer.narrow(0, offset, g.numel()).view(g.sizes()));
+    offset += g.numel();
+  }
+}
+
+void Executor::reduceTiedCopy(const std::string &path) {
+  auto alias = tiedTo.find(path);
+  auto it = slotByPath.find(alias == tiedTo.end() ? path : alias->second);
+  if (it == slotByPath.end())
+    throw std::runtime_error("tied-copy all-reduce of '" + path +
+                             "', which is no parameter of the plan");
+  ParamSlot &slot = paramSlots[it->second];
+  if (!tiedComm || slot.stages.size() < 2 || !slot.local || slot.frozen)
+    return;
+  if (!slot.master.grad().defined())
+    slot.master.mutable_grad() = at::zeros_like(slot.master);
+  at::Tensor grad = slot.master.grad();
+  tiedComm->allReduceSum(grad);
 }
 
 double Executor::gradSquares() {
@@ -1473,40 +1286,6 @@ std::vector<at::Tensor> Executor::gather(FsdpUnit &unit) {
   return fulls;
 }
 
-void Executor::release(FsdpUnit &unit) {
-  for (c10::Storage &storage : unit.storages)
-    if (storage)
-      storage.unsafeGetStorageImpl()->reset();
-  unit.gathered = false;
-}
-
-void Executor::regather(FsdpUnit &unit) {
-  int world = fsdpComm->size();
-  for (size_t i = 0; i < unit.slots.size(); ++i) {
-    c10::Storage &target = unit.storages[i];
-    if (!target)
-      continue;
-    ParamSlot &slot = paramSlots[unit.slots[i]];
-    at::Tensor shard = slot.master.detach().to(unit.compute);
-    std::vector<int64_t> padded = slot.shape;
-    padded[0] = slot.paddedDim0;
-    at::Tensor buffer = at::empty(padded, shard.options());
-    if (world == 1)
-      buffer.copy_(shard);
-    else
-      fsdpComm->allGather(shard, buffer);
-    // Move the data under the storage autograd saved, without bumping any
-    // version counter.
-    c10::StorageImpl *source = buffer.storage().unsafeGetStorageImpl();
-    size_t bytes = source->nbytes();
-    at::DataPtr data = source->set_data_ptr(at::DataPtr());
-    source->set_nbytes(0);
-    target.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(data));
-    target.unsafeGetStorageImpl()->set_nbytes(bytes);
-  }
-  unit.gathered = true;
-}
-
 std::vector<at::Tensor>
 Executor::reduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads) {
   int world = fsdpComm->size();
@@ -1550,53 +1329,6 @@ const at::Tensor &Executor::param(int slot, const CompiledOp &op) {
 // Running forwards
 //===----------------------------------------------------------------------===//
 
-std::vector<at::Tensor> Executor::gatherRoot() {
-  FsdpUnit &root = units()[unitByPath[""]];
-  if (root.slots.empty())
-    return {};
-  std::vector<at::Tensor> masters;
-  for (int s : root.slots)
-    masters.push_back(paramSlots[s].master);
-  variable_list fulls = GatherUnit::apply(at::TensorList(masters), intPtr(this),
-                                          int64_t(unitByPath[""]));
-  for (size_t i = 0; i < root.slots.size(); ++i)
-    paramSlots[root.slots[i]].full = fulls[i];
-  return fulls;
-}
-
-void Executor::releaseRoot() {
-  for (int s : units()[unitByPath[""]].slots)
-    paramSlots[s].full = at::Tensor();
-}
-
-at::Tensor Executor::loss(const at::Tensor &ids, const at::Tensor &labels) {
-  if (pipeline)
-    throw std::runtime_error("a pipelined plan runs through pipelineStep");
-  // The previous micro-batch's graph has been run backward: its regions go.
-  regions().clear();
-  sequenceGather = {};
-  gatherRoot();
-  std::vector<at::Tensor> results = run("", {ids, labels});
-  releaseRoot();
-  if (results.size() != 1 || results[0].dim() != 0)
-    throw std::runtime_error("the model's forward must return one scalar "
-                             "loss; this plan's returns " +
-                             std::to_string(results.size()) + " values");
-  return results[0];
-}
-
-namespace {
-
-/// Tags of one pipeline message: virtual boundary, micro-batch, direction,
-/// the value's place in the boundary's list, header or data.
-int pipelineTag(int boundary, int64_t micro, bool backward, size_t index) {
-  return int((((boundary * 1024 + micro) * 2 + (backward ? 1 : 0)) * 256 +
-              index) *
-             2);
-}
-
-} // namespace
-
 void Executor::sendValue(const at::Tensor &value, int peer, int tag) {
   at::Tensor data = value.detach().contiguous();
   if (data.dim() > 7)
@@ -1626,149 +1358,16 @@ at::Tensor Executor::recvValue(int peer, int tag) {
   return data;
 }
 
-double Executor::pipelineStep(
-    const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)> &batch,
-    const std::function<void(int64_t)> &afterForward) {
-  if (!pipeline)
-    throw std::runtime_error("pipelineStep on a plan without a pipeline");
-  Pipeline &pipe = *pipeline;
-  regions().clear();
-  sequenceGather = {};
-  int pp = layout.pp;
-  if (layout.microbatches > 1024 || pipe.virtualStages > 8)
-    throw std::runtime_error("PP: more than 1024 micro-batches or 8 virtual "
-                             "stages do not fit the message tags");
-  double lossSum = 0;
-  for (const Pipeline::Entry &entry : pipe.order) {
-    int64_t micro = entry.micro;
-    int stage = entry.chunk * pp + layout.ppIndex;
-    bool first = stage == 0, last = stage == pipe.virtualStages - 1;
-    int prev = (stage + pp - 1) % pp, next = (stage + 1) % pp;
-    Pipeline::InFlight &flight = pipe.inFlight[{micro, entry.chunk}];
-    if (entry.forward) {
-      auto [ids, labels] = batch(micro);
-      std::vector<at::Tensor> values(pipe.numValues);
-      values[0] = ids;
-      values[1] = labels;
-      if (!first) {
-        const std::vector<int> &in = pipe.crossing[stage - 1];
-        for (size_t i = 0; i < in.size(); ++i) {
-          values[in[i]] =
-              recvValue(prev, pipelineTag(stage - 1, micro, false, i));
-          flight.received.push_back(values[in[i]]);
-        }
-      }
-      if (pipe.usesRoot[stage])
-        gatherRoot();
-      for (const Pipeline::Step &step : pipe.steps) {
-        if (step.stage != stage)
-          continue;
-        std::vector<at::Tensor> operands;
-        for (int id : step.operands)
-          operands.push_back(values[id]);
-        std::vector<at::Tensor> outputs = runOp(*step.op, operands);
-        for (size_t i = 0; i < step.results.size(); ++i)
-          values[step.results[i]] = std::move(outputs[i]);
-      }
-      releaseRoot();
-      if (last) {
-        flight.loss = values[pipe.lossValue];
-        if (!flight.loss.defined() || flight.loss.dim() != 0)
-          throw std::runtime_error("the model's forward must return one "
-                                   "scalar loss");
-        lossSum += flight.loss.item<double>();
-      } else {
-        const std::vector<int> &out = pipe.crossing[stage];
-        for (size_t i = 0; i < out.size(); ++i) {
-          sendValue(values[out[i]], next, pipelineTag(stage, micro, false, i));
-          flight.sent.push_back(values[out[i]]);
-        }
-      }
-      if (afterForward && entry.chunk == 0)
-        afterForward(micro);
-      continue;
-    }
-    // Backward of this micro-batch on this (virtual) stage.
-    if (last) {
-      (flight.loss / double(layout.microbatches)).backward();
-    } else {
-      std::vector<at::Tensor> outs, grads;
-      for (size_t i = 0; i < flight.sent.size(); ++i) {
-        const at::Tensor &out = flight.sent[i];
-        if (!out.requires_grad())
-          continue;
-        at::Tensor grad =
-            at::empty(out.sizes(), out.options().requires_grad(false));
-        ppComm->recv(grad, next, pipelineTag(stage, micro, true, i));
-        outs.push_back(out);
-        grads.push_back(grad);
-      }
-      if (!outs.empty())
-        torch::autograd::backward(outs, grads);
-    }
-    if (!first)
-      for (size_t i = 0; i < flight.received.size(); ++i) {
-        const at::Tensor &in = flight.received[i];
-        if (!in.requires_grad())
-          continue;
-        at::Tensor grad = in.grad().defined() ? in.grad() : at::zeros_like(in);
-        ppComm->send(grad, prev, pipelineTag(stage - 1, micro, true, i));
-      }
-    pipe.inFlight.erase({micro, entry.chunk});
-  }
-  ppComm->flushSends();
-  return lossSum;
-}
-
+/// A call inside a segment (docs/runtime.md): layers, the FSDP units and
+/// the full-remat regions are the program's steps (Interpreter.cpp), so what
+/// is called here is a plain module of a layer or of the root.
 std::vector<at::Tensor> Executor::callModule(const std::string &callee,
                                              const std::vector<at::Tensor> &args) {
-  auto unitIt = unitByPath.find(callee);
-  auto rematIt = rematByPath.find(callee);
-  bool full = rematIt != rematByPath.end() && rematIt->second == "full";
-  bool isUnit = unitIt != unitByPath.end() && !callee.empty();
-  if (full) {
-    auto region = std::make_unique<RecomputeRegion>();
-    region->exec = this;
-    region->module = callee;
-    region->numActivations = args.size();
-    variable_list inputs(args.begin(), args.end());
-    if (isUnit) {
-      region->unit = unitIt->second;
-      for (int s : fsdpUnits[unitIt->second].slots)
-        inputs.push_back(paramSlots[s].master);
-    } else {
-      for (int s : moduleSlots(callee))
-        if (paramSlots[s].full.defined()) {
-          region->slots.push_back(s);
-          inputs.push_back(paramSlots[s].full);
-        }
-    }
-    RecomputeRegion *raw = region.get();
-    regions().push_back(std::move(region));
-    return Recompute::apply(at::TensorList(inputs), intPtr(raw));
-  }
-  if (!isUnit)
-    return run(callee, args);
-  int index = unitIt->second;
-  FsdpUnit &unit = fsdpUnits[index];
-  std::vector<at::Tensor> masters;
-  for (int s : unit.slots)
-    masters.push_back(paramSlots[s].master);
-  variable_list fulls =
-      GatherUnit::apply(at::TensorList(masters), intPtr(this), int64_t(index));
-  for (size_t i = 0; i < unit.slots.size(); ++i)
-    paramSlots[unit.slots[i]].full = fulls[i];
-  std::vector<at::Tensor> outputs = run(callee, args);
-  for (int s : unit.slots)
-    paramSlots[s].full = at::Tensor();
-  if (unit.reshardAfterForward && fsdpComm->size() > 1) {
-    release(unit);
-    for (at::Tensor &out : outputs)
-      if (out.requires_grad())
-        out = PreBackward::apply(out, intPtr(this), int64_t(index),
-                                 unit.gathers);
-  }
-  return outputs;
+  if (unitByPath.count(callee) || rematByPath.count(callee))
+    throw std::runtime_error("'" + callee +
+                             "' is an FSDP unit or a remat region called "
+                             "outside its program step");
+  return run(callee, args);
 }
 
 std::vector<at::Tensor> Executor::run(const std::string &module,
@@ -1780,7 +1379,36 @@ std::vector<at::Tensor> Executor::run(const std::string &module,
                              std::to_string(args.size()));
   std::vector<at::Tensor> values(fwd.numValues);
   std::copy(args.begin(), args.end(), values.begin());
-  for (const CompiledOp &op : fwd.ops) {
+  for (size_t index = 0; index < fwd.ops.size(); ++index) {
+    const CompiledOp &op = fwd.ops[index];
+    int group = fwd.recomputeGroupAt[index];
+    bool checkpoint = at::GradMode::is_enabled();
+    if (group == -2 && checkpoint)
+      continue; // Runs inside its group, at the group's last member.
+    if (group >= 0 && checkpoint) {
+      const RecomputeGroup &g = fwd.recomputeGroups[group];
+      auto region = std::make_unique<RecomputeRegion>();
+      region->exec = this;
+      region->fwd = &fwd;
+      region->group = &g;
+      variable_list inputs;
+      for (int id : g.inputs)
+        inputs.push_back(values[id]);
+      for (size_t k : g.members) {
+        const CompiledOp &member = fwd.ops[k];
+        if (member.weight >= 0)
+          inputs.push_back(param(member.weight, member));
+        if (member.bias >= 0)
+          inputs.push_back(param(member.bias, member));
+      }
+      RecomputeRegion *raw = region.get();
+      regions().push_back(std::move(region));
+      variable_list outputs =
+          Recompute::apply(at::TensorList(inputs), intPtr(raw));
+      for (size_t i = 0; i < g.outputs.size(); ++i)
+        values[g.outputs[i]] = outputs[i];
+      continue;
+    }
     std::vector<at::Tensor> operands;
     for (int id : op.operands)
       operands.push_back(values[id]);
@@ -1798,27 +1426,21 @@ std::vector<at::Tensor> Executor::run(const std::string &module,
   return results;
 }
 
-std::vector<at::Tensor> Executor::runOp(const CompiledOp &op,
-                                        std::vector<at::Tensor> operands) {
+std::vector<at::Tensor>
+Executor::gatherVocabOperands(const CompiledOp &op,
+                              std::vector<at::Tensor> operands) {
   for (size_t i = 0; i < operands.size(); ++i)
     if (i < op.gatherOperand.size() && op.gatherOperand[i])
       operands[i] = TpGatherVocab::apply(operands[i], intPtr(this), vocab);
+  return operands;
+}
+
+std::vector<at::Tensor> Executor::runOp(const CompiledOp &op,
+                                        std::vector<at::Tensor> operands) {
+  operands = gatherVocabOperands(op, std::move(operands));
   std::vector<at::Tensor> outputs;
   if (op.kind == OpKind::Call) {
     outputs = callModule(op.callee, operands);
-  } else if (op.recompute && at::GradMode::is_enabled()) {
-    auto region = std::make_unique<RecomputeRegion>();
-    region->exec = this;
-    region->op = &op;
-    region->numActivations = operands.size();
-    variable_list inputs = operands;
-    if (op.weight >= 0)
-      inputs.push_back(param(op.weight, op));
-    if (op.bias >= 0)
-      inputs.push_back(param(op.bias, op));
-    RecomputeRegion *raw = region.get();
-    regions().push_back(std::move(region));
-    outputs = Recompute::apply(at::TensorList(inputs), intPtr(raw));
   } else {
     at::Tensor weight = op.weight >= 0 ? param(op.weight, op) : at::Tensor();
     at::Tensor bias = op.bias >= 0 ? param(op.bias, op) : at::Tensor();

@@ -433,3 +433,107 @@ const plan::Program *parc::runtime::rankProgram(const plan::Plan &plan,
 ProgramBatch parc::runtime::programBatch(const plan::Program &program) {
   return {program.micro_batches(), program.batch(), program.seq()};
 }
+
+namespace {
+
+std::string partName(const plan::Step &step) {
+  std::string path = str(step.path());
+  if (!path.empty())
+    return path;
+  return std::string(str(step.part())) == "head" ? "embedding" : "loss";
+}
+
+const char *bufferKindName(plan::BufferKind kind) {
+  switch (kind) {
+  case plan::BufferKind::ParamShard:
+    return "param_shard";
+  case plan::BufferKind::Gradient:
+    return "gradient";
+  case plan::BufferKind::Activation:
+    return "activation";
+  case plan::BufferKind::ActivationGrad:
+    return "activation_grad";
+  }
+  return "buffer";
+}
+
+} // namespace
+
+std::string parc::runtime::stepName(const plan::Program &program,
+                                    size_t index) {
+  const auto &steps = *program.steps();
+  const plan::Step &step = *steps[index];
+  // The step that defined a tensor (tensors are numbered in step order).
+  auto definer = [&](int tensor) -> const plan::Step * {
+    if (tensor < 0)
+      return nullptr;
+    for (size_t i = 0; i < index; ++i)
+      if (steps[i]->result() == tensor)
+        return steps[i];
+    return nullptr;
+  };
+  const plan::Step *input = definer(step.operand());
+  // The buffer or save a tensor comes from, through the collectives on it.
+  const plan::Step *origin = input;
+  while (origin && origin->kind() != plan::StepKind::Buffer &&
+         origin->kind() != plan::StepKind::Save)
+    origin = definer(origin->operand());
+  std::string of = origin ? str(origin->path()) : "";
+  std::string unit = of.empty() ? "root" : of;
+  bool buffer = origin && origin->kind() == plan::StepKind::Buffer;
+  plan::BufferKind kind =
+      buffer ? origin->buffer_kind() : plan::BufferKind::Activation;
+  bool grads = buffer && kind == plan::BufferKind::ActivationGrad;
+  switch (step.kind()) {
+  case plan::StepKind::Forward:
+    return "forward " + partName(step);
+  case plan::StepKind::Backward:
+    return "backward " + partName(step);
+  case plan::StepKind::Recompute:
+    return "recompute " + partName(step);
+  case plan::StepKind::OptimizerStep:
+    return "optimizer step";
+  case plan::StepKind::AllGather:
+    return buffer && kind != plan::BufferKind::ParamShard
+               ? std::string("all-gather ") + bufferKindName(kind) + " " + of
+               : "all-gather " + unit;
+  case plan::StepKind::ReduceScatter:
+    return buffer && kind != plan::BufferKind::Gradient
+               ? std::string("reduce-scatter ") + bufferKindName(kind) + " " +
+                     of
+               : "reduce-scatter " + unit;
+  case plan::StepKind::AllReduce:
+    return "all-reduce " + std::string(str(step.grid())) + " " + unit;
+  case plan::StepKind::Send:
+    return grads ? "send activation gradients" : "send activations";
+  case plan::StepKind::Recv:
+    return grads ? "recv activation gradients" : "recv activations";
+  case plan::StepKind::Buffer:
+    return std::string("buffer ") + bufferKindName(step.buffer_kind()) + " " +
+           (std::string(str(step.path())).empty() ? "root"
+                                                   : str(step.path()));
+  case plan::StepKind::Save:
+    return "save " + partName(step);
+  case plan::StepKind::Free:
+    if (origin && origin->kind() == plan::StepKind::Save)
+      return "free saved " + partName(*origin);
+    return "free " + unit;
+  }
+  return "step";
+}
+
+StepTrack parc::runtime::stepTrack(const plan::Step &step) {
+  switch (step.kind()) {
+  case plan::StepKind::Forward:
+  case plan::StepKind::Backward:
+  case plan::StepKind::Recompute:
+  case plan::StepKind::OptimizerStep:
+    return StepTrack::Compute;
+  case plan::StepKind::Buffer:
+  case plan::StepKind::Save:
+  case plan::StepKind::Free:
+    return StepTrack::Memory;
+  default:
+    return StepTrack::Communication;
+  }
+}

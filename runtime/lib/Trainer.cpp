@@ -11,6 +11,7 @@
 #include "parc/runtime/Trainer.h"
 
 #include "parc/runtime/Program.h"
+#include "parc/runtime/RunTrace.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/CPUAllocator.h>
@@ -393,6 +394,9 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     predicted = prediction->stage_peak_bytes()->Get(layout.ppIndex);
 
   TokenSource data(options, exec.vocabSize(), seq);
+  std::unique_ptr<RunTrace> tracer;
+  if (!options.tracePath.empty())
+    tracer = std::make_unique<RunTrace>(*program, comm.rank());
   int64_t firstStep = 0;
   if (!options.resumeDir.empty())
     firstStep = loadCheckpoint(options.resumeDir, planFile, exec);
@@ -422,65 +426,55 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
       while (true)
         std::this_thread::sleep_for(std::chrono::seconds(1));
     };
-    double lossSum = 0;
-    if (pipelined) {
-      lossSum = exec.pipelineStep(batch, fault);
-    } else {
-      for (int64_t micro = 0; micro < accumulation; ++micro) {
-        auto [ids, labels] = batch(micro);
-        at::Tensor loss = exec.loss(ids, labels);
-        fault(micro);
-        lossSum += loss.item<double>();
-        if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
-          std::cerr << "rank " << comm.rank() << " step " << step + 1
-                    << " after forward: live " << liveBytes() << " peak "
-                    << peakBytes() << std::endl;
-        (loss / double(accumulation)).backward();
-        if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
-          std::cerr << "rank " << comm.rank() << " step " << step + 1
-                    << " after backward: live " << liveBytes() << " peak "
-                    << peakBytes() << std::endl;
-      }
-    }
-    exec.reduceTiedCopies();
-    exec.reduceReplicas();
-
-    at::NoGradGuard noGrad;
-    // Global gradient norm over the shards: padding rows have zero
-    // gradients, a tie group is one slot, and gradSquares leaves out the
-    // copies (TP-replicated, tied across stages), so each value counts once.
-    // The loss is counted by the last stage's TP rank 0 of each data shard.
-    at::Tensor sumSq = at::zeros({2}, at::kDouble);
-    sumSq[0] = exec.gradSquares();
-    sumSq[1] = layout.isLastStage() && layout.tpIndex == 0
-                   ? lossSum / accumulation
-                   : 0.0;
-    comm.allReduceSum(sumSq);
-    double gradNorm = std::sqrt(sumSq[0].item<double>());
-    double meanLoss = sumSq[1].item<double>() / dp;
-    double coef = options.clip > 0 ? options.clip / (gradNorm + 1e-6) : 1.0;
-
-    // AdamW (decoupled weight decay, bias-corrected moments), as
-    // torch.optim.AdamW, on the fp32 master shards.
+    // The program is the step: the interpreter runs its steps in order and
+    // calls back for the data and for its optimizer step.
+    double gradNorm = 0, meanLoss = 0;
     int64_t t = step + 1;
-    double bias1 = 1 - std::pow(options.beta1, t);
-    double bias2 = 1 - std::pow(options.beta2, t);
-    for (ParamSlot &slot : exec.slots()) {
-      if (!slot.local || slot.frozen || !slot.master.grad().defined())
-        continue;
-      at::Tensor grad = slot.master.grad();
-      if (coef < 1.0)
-        grad.mul_(coef);
-      at::Tensor p = slot.master.detach();
-      p.mul_(1 - options.lr * options.weightDecay);
-      slot.expAvg.lerp_(grad, 1 - options.beta1);
-      slot.expAvgSq.mul_(options.beta2).addcmul_(grad, grad,
-                                                 1 - options.beta2);
-      at::Tensor denom =
-          (slot.expAvgSq.sqrt() / std::sqrt(bias2)).add_(options.eps);
-      p.addcdiv_(slot.expAvg, denom, -options.lr / bias1);
-      slot.master.mutable_grad() = at::Tensor();
-    }
+    ProgramHooks hooks;
+    hooks.batch = batch;
+    hooks.afterForward = fault;
+    hooks.optimizer = [&](double lossSum) {
+      at::NoGradGuard noGrad;
+      // Global gradient norm over the shards: padding rows have zero
+      // gradients, a tie group is one slot, and gradSquares leaves out the
+      // copies (TP-replicated, tied across stages), so each value counts once.
+      // The loss is counted by the last stage's TP rank 0 of each data shard.
+      at::Tensor sumSq = at::zeros({2}, at::kDouble);
+      sumSq[0] = exec.gradSquares();
+      sumSq[1] = layout.isLastStage() && layout.tpIndex == 0
+                     ? lossSum / accumulation
+                     : 0.0;
+      comm.allReduceSum(sumSq);
+      gradNorm = std::sqrt(sumSq[0].item<double>());
+      meanLoss = sumSq[1].item<double>() / dp;
+      double coef = options.clip > 0 ? options.clip / (gradNorm + 1e-6) : 1.0;
+
+      // AdamW (decoupled weight decay, bias-corrected moments), as
+      // torch.optim.AdamW, on the fp32 master shards.
+      double bias1 = 1 - std::pow(options.beta1, t);
+      double bias2 = 1 - std::pow(options.beta2, t);
+      for (ParamSlot &slot : exec.slots()) {
+        if (!slot.local || slot.frozen || !slot.master.grad().defined())
+          continue;
+        at::Tensor grad = slot.master.grad();
+        if (coef < 1.0)
+          grad.mul_(coef);
+        at::Tensor p = slot.master.detach();
+        p.mul_(1 - options.lr * options.weightDecay);
+        slot.expAvg.lerp_(grad, 1 - options.beta1);
+        slot.expAvgSq.mul_(options.beta2).addcmul_(grad, grad,
+                                                   1 - options.beta2);
+        at::Tensor denom =
+            (slot.expAvgSq.sqrt() / std::sqrt(bias2)).add_(options.eps);
+        p.addcdiv_(slot.expAvg, denom, -options.lr / bias1);
+        slot.master.mutable_grad() = at::Tensor();
+      }
+    };
+    if (tracer)
+      hooks.executed = [&](size_t index, double start, double duration) {
+        tracer->executed(step, index, start, duration, liveBytes());
+      };
+    exec.runProgram(*program, hooks);
 
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
@@ -513,5 +507,17 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     if (!options.saveDir.empty() &&
         ((options.saveEvery > 0 && t % options.saveEvery == 0) || last))
       saveCheckpoint(options.saveDir, planFile, exec, t);
+  }
+  if (tracer) {
+    if (comm.size() == 1) {
+      RunTrace::write(options.tracePath, {tracer->events()});
+    } else {
+      std::string part =
+          options.tracePath + ".rank-" + std::to_string(comm.rank());
+      std::ofstream out(part, std::ios::trunc);
+      out << tracer->events();
+      if (!out)
+        throw std::runtime_error(part + ": cannot write trace");
+    }
   }
 }

@@ -15,6 +15,7 @@
 #include "parc/runtime/Executor.h"
 #include "parc/runtime/PlanFile.h"
 #include "parc/runtime/Program.h"
+#include "parc/runtime/RunTrace.h"
 #include "parc/runtime/Trainer.h"
 
 #include <c10/util/Exception.h>
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <netinet/in.h>
@@ -51,6 +53,7 @@ constexpr const char *kUsage =
     "  --nproc N          spawn N local workers on 127.0.0.1 (the plan's world)\n"
     "  --steps K          training steps (default 5)\n"
     "  --log FILE         JSON lines: one object per rank per step\n"
+    "  --trace FILE       Chrome trace of every program step each rank ran\n"
     "  --data FILE        token ids (nanoGPT .bin); default: seeded synthetic\n"
     "  --data-dtype T     uint16 (default) or uint32\n"
     "  --lr X --weight-decay X --clip X --seed N\n"
@@ -124,6 +127,8 @@ Args parseArgs(int argc, char **argv) {
       args.train.steps = toInt(flag, value());
     else if (flag == "--log")
       args.train.logPath = value();
+    else if (flag == "--trace")
+      args.train.tracePath = value();
     else if (flag == "--data")
       args.train.dataPath = value();
     else if (flag == "--data-dtype") {
@@ -310,6 +315,22 @@ std::string describeExit(int status) {
   return "exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
+/// Every worker wrote its events to FILE.rank-R; the launcher joins them
+/// into FILE, one process per rank.
+void mergeTraces(const std::string &path, int ranks) {
+  std::vector<std::string> events;
+  for (int r = 0; r < ranks; ++r) {
+    std::string part = path + ".rank-" + std::to_string(r);
+    std::ifstream in(part);
+    if (!in)
+      fail(part + ": rank " + std::to_string(r) + " wrote no trace");
+    events.emplace_back(std::istreambuf_iterator<char>(in),
+                        std::istreambuf_iterator<char>());
+    ::unlink(part.c_str());
+  }
+  RunTrace::write(path, events);
+}
+
 int runLauncher(const Args &args, const PlanFile &file, char *self) {
   int expected = planWorld(file);
   if (args.nproc != expected)
@@ -467,6 +488,8 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
               << std::endl;
     return 1;
   }
+  if (!args.train.tracePath.empty())
+    mergeTraces(args.train.tracePath, args.nproc);
   return 0;
 }
 

@@ -66,8 +66,8 @@ struct ParamSlot {
   }
 };
 
-/// One FSDP unit: the parameters gathered before its module's forward (and
-/// again before its backward when it reshards) and reduce-scattered after.
+/// One FSDP unit: the parameters the program's all-gather steps gather and
+/// its reduce-scatter steps reduce.
 struct FsdpUnit {
   std::string name;
   std::string path;
@@ -75,19 +75,28 @@ struct FsdpUnit {
   bool reshardAfterForward = true;
   at::ScalarType compute = at::kFloat;
   at::ScalarType reduce = at::kFloat;
-  /// Storages of the gathered tensors, kept across a free so that tensors
-  /// autograd saved see the data again when the unit is re-gathered.
+  /// Storages of the latest gather (one per slot; empty at one shard in
+  /// fp32, where the master is the compute tensor).
   std::vector<c10::Storage> storages;
-  /// The storages of each gather whose backward is still to come, by gather
-  /// number: a pipeline runs several micro-batches' forwards before their
-  /// backwards, and each re-gathers into the storages its forward saved.
-  std::map<int64_t, std::vector<c10::Storage>> inFlight;
-  int64_t gathers = 0;
   bool gathered = false;
 };
 
 struct CompiledOp;
 struct CompiledForward;
+
+/// What a program's step asks of the trainer.
+struct ProgramHooks {
+  /// Micro-batch m's (ids, labels) on this rank.
+  std::function<std::pair<at::Tensor, at::Tensor>(int64_t)> batch;
+  /// After the first forward step of micro-batch 0 (fault injection).
+  std::function<void(int64_t)> afterForward;
+  /// The program's optimizer step (norm, clipping, AdamW), given the sum of
+  /// this rank's micro-batch losses.
+  std::function<void(double)> optimizer;
+  /// After each step: its index, when it started and how long it took
+  /// (steady-clock seconds).
+  std::function<void(size_t, double, double)> executed;
+};
 
 class Executor {
 public:
@@ -109,28 +118,21 @@ public:
   /// sliced, so values do not depend on the world size.
   void materialise(uint64_t seed);
 
-  /// Runs the model's forward on one micro-batch and returns the loss, with
-  /// the autograd graph whose backward reduce-scatters into the shards' grads.
-  at::Tensor loss(const at::Tensor &ids, const at::Tensor &labels);
+  /// Runs one optimizer step of this rank's program (plan.bin's
+  /// Program.steps, verified) in order: gathers, forwards, saves, frees,
+  /// recomputes, backwards, reduce-scatters, all-reduces, pipeline sends and
+  /// receives, and the optimizer step through `hooks`. Each micro-batch's
+  /// loss is scaled by 1/micro_batches. Returns the sum of the micro-batch
+  /// losses (0 off the last stage). Interpreter.cpp.
+  double runProgram(const plan::Program &program, const ProgramHooks &hooks);
 
-  /// One pipelined step on this rank's stage: every micro-batch's forward
-  /// and backward in the order of the plan's schedule, activations and
-  /// their gradients sent to and received from the neighbouring stages,
-  /// each micro-batch's loss scaled by 1/microbatches. `batch(m)` gives
-  /// micro-batch m's (ids, labels); `afterForward` runs after each forward.
-  /// Returns the sum of the micro-batch losses (0 off the last stage).
-  double pipelineStep(
-      const std::function<std::pair<at::Tensor, at::Tensor>(int64_t)> &batch,
-      const std::function<void(int64_t)> &afterForward);
+  /// The all-reduce of a tied parameter's gradient between the stages that
+  /// hold a copy of it, so both copies step alike.
+  void reduceTiedCopy(const std::string &path);
 
-  /// After every backward of a step: all-reduces the gradients of tied
-  /// copies between the first and last stage, so both copies step alike.
-  void reduceTiedCopies();
-
-  /// After every backward of a step, with dp > 1 (HSDP): averages each
-  /// FSDP unit's sharded gradients over the data-parallel replicas, one
-  /// all-reduce per unit over the dp group.
-  void reduceReplicas();
+  /// With dp > 1 (HSDP): averages an FSDP unit's sharded gradients over the
+  /// data-parallel replicas, one all-reduce over the dp group.
+  void reduceReplicas(FsdpUnit &unit);
 
   /// Σ grad² over what this rank contributes to the global norm: its shards
   /// of TP-split parameters, replicated ones only on TP rank 0, a tied copy
@@ -156,8 +158,6 @@ public:
 
   // Used by the autograd functions in Executor.cpp.
   std::vector<at::Tensor> gather(FsdpUnit &unit);
-  void regather(FsdpUnit &unit);
-  void release(FsdpUnit &unit);
   std::vector<at::Tensor> reduceGrads(FsdpUnit &unit,
                                       const std::vector<at::Tensor> &grads);
   std::vector<at::Tensor> run(const std::string &module,
@@ -166,6 +166,9 @@ public:
   /// op) on its operands, gathering vocab-sharded operands it cannot take.
   std::vector<at::Tensor> runOp(const CompiledOp &op,
                                 std::vector<at::Tensor> operands);
+  /// All-gathers the vocab-sharded operands `op` cannot take (TP).
+  std::vector<at::Tensor> gatherVocabOperands(const CompiledOp &op,
+                                              std::vector<at::Tensor> operands);
   at::Tensor apply(const CompiledOp &op,
                    const std::vector<at::Tensor> &operands,
                    const at::Tensor &weight, const at::Tensor &bias);
@@ -185,8 +188,9 @@ private:
                  std::vector<int> &results, std::string &error);
   std::map<std::string, std::vector<int>> tpArgs, tpResults;
   bool compilePipeline(std::string &error);
-  std::vector<at::Tensor> gatherRoot();
-  void releaseRoot();
+  bool buildInterpreter(std::string &error);
+  /// Forms the selective-remat checkpoints of a forward (RecomputeGroup).
+  void groupRecomputes(CompiledForward &fwd);
   void sendValue(const at::Tensor &value, int peer, int tag);
   at::Tensor recvValue(int peer, int tag);
   std::vector<at::Tensor> callModule(const std::string &callee,
@@ -202,6 +206,8 @@ private:
               *dpComm = nullptr, *tiedComm = nullptr;
   struct Pipeline;
   std::unique_ptr<Pipeline> pipeline;
+  struct Interpreter;
+  std::unique_ptr<Interpreter> interpreter;
   std::vector<ParamSlot> paramSlots;
   std::vector<FsdpUnit> fsdpUnits;
   std::unordered_map<std::string, int> slotByPath;

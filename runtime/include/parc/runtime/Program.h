@@ -50,6 +50,19 @@ bool verifyPrograms(const plan::Plan &plan, const RankLayout &layout,
 const plan::Program *rankProgram(const plan::Plan &plan,
                                  const RankLayout &layout);
 
+/// The name a step has in traces ("forward model.layers.3", "all-gather
+/// root", "send activations"), the names the cost model gives the same work
+/// in `parc-plan --trace`, so that the predicted and the executed step line
+/// up; bookkeeping steps get their own ("buffer gradient model.layers.0",
+/// "save model.layers.3", "free model.layers.3").
+std::string stepName(const plan::Program &program, size_t index);
+
+/// Which track a step belongs on: compute (forward, recompute, backward,
+/// optimizer), communication (collectives, sends, receives) or memory
+/// (buffers, saves, frees).
+enum class StepTrack { Compute, Communication, Memory };
+StepTrack stepTrack(const plan::Step &step);
+
 /// The batch of a verified program.
 ProgramBatch programBatch(const plan::Program &program);
 

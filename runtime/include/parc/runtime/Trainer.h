@@ -28,6 +28,9 @@ struct TrainOptions {
   std::string dataPath;
   int dataBits = 16;
   std::string logPath;
+  /// Chrome trace of the executed program steps (RunTrace.h); with several
+  /// ranks each writes FILE.rank-R and the launcher joins them.
+  std::string tracePath;
   std::string saveDir;
   int64_t saveEvery = 0;
   std::string resumeDir;
