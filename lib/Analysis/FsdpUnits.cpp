@@ -1,5 +1,6 @@
 //===- FsdpUnits.cpp - the FSDP units of a plan, per pipeline stage -------===//
 
+#include <algorithm>
 #include "parc/Analysis/FsdpUnits.h"
 
 #include "parc/Analysis/LayerStacks.h"
@@ -62,6 +63,7 @@ FailureOr<FsdpUnitSizes> mlir::parc::getFsdpUnitSizes(ModelOp model,
       if (unit.layer) {
         unit.elements += elements;
         unit.trainableElements += trainable;
+        unit.largestTrainable = std::max(unit.largestTrainable, trainable);
         continue;
       }
       // A tie group spanning stages is one copy on each.
@@ -71,6 +73,7 @@ FailureOr<FsdpUnitSizes> mlir::parc::getFsdpUnitSizes(ModelOp model,
         FsdpUnitSize &root = result.roots[std::min(stage, stages - 1)];
         root.elements += elements;
         root.trainableElements += trainable;
+        root.largestTrainable = std::max(root.largestTrainable, trainable);
       }
     }
     if (unit.layer)

@@ -324,6 +324,11 @@ struct UnitFootprint : FsdpUnitPlace {
   int64_t gradientBytes = 0;      // per unsharded gradient element
   int64_t optimizerState = 0;
   int64_t computeBytes = 2; // bytes per activation element
+  /// Without FSDP, once .grad holds an earlier micro-batch's gradients, a
+  /// backward makes each new gradient as a tensor of its own and adds it in
+  /// place before the next: one extra gradient of the unit's largest
+  /// parameter during its backward.
+  int64_t accumulationTransient = 0;
 };
 
 UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards) {
@@ -347,8 +352,10 @@ UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards) {
       (size.reduceBytes != size.computeBytes ? size.reduceBytes : 0);
   // Without FSDP the gradient is the parameter's own .grad, accumulated in
   // place: there is no unsharded copy to reduce-scatter from.
-  if (computesOnMaster && size.reduceBytes == size.masterBytes)
+  if (computesOnMaster && size.reduceBytes == size.masterBytes) {
     unit.gradientBytes = 0;
+    unit.accumulationTransient = size.largestTrainable * size.masterBytes;
+  }
   unit.unshardedGradients = size.trainableElements * unit.gradientBytes;
   // AdamW: first and second moments.
   unit.optimizerState = 2 * trainablePerRank * size.optimBytes;
@@ -663,7 +670,11 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
         replay.note("backward loss" + suffix);
         holdRootGradients();
         live.logitsAndLoss += logits * computeBytes - lossKept - lossGradients;
+        // The root's gradients but the embedding's (which comes last).
+        int64_t transient = accumulate ? root.accumulationTransient : 0;
+        live.recomputeWorkingSet += transient;
         replay.note("backward lm_head" + suffix);
+        live.recomputeWorkingSet -= transient;
         live.logitsAndLoss -= logits * computeBytes;
         live.savedActivations -= rootSaved;
       }
@@ -678,9 +689,10 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
         // its gradients: the layer starts with all of the former and none
         // of the latter, and ends the other way round. Charging both at
         // once would be the sum of maxima the replay exists to avoid.
-        live.recomputeWorkingSet += acts.recomputed + acts.working;
+        int64_t transient = accumulate ? unit.accumulationTransient : 0;
+        live.recomputeWorkingSet += acts.recomputed + acts.working + transient;
         replay.note("backward " + unit.path + suffix);
-        live.recomputeWorkingSet -= acts.recomputed + acts.working;
+        live.recomputeWorkingSet -= acts.recomputed + acts.working + transient;
         live.savedActivations -= acts.saved;
         live.gradients += unit.unshardedGradients;
         if (!accumulate)

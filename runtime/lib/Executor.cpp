@@ -1241,7 +1241,15 @@ double Executor::gradSquares() {
     // A tie spanning stages: both copies hold the all-reduced gradient.
     if (slot.stages.size() > 1 && layout.ppIndex != slot.stages[0])
       continue;
-    sum += slot.master.grad().to(at::kDouble).pow(2).sum().item<double>();
+    // Σ g² without a copy of the gradient: fp32 dot products over slices,
+    // added in double (a double copy and its square would be a transient of
+    // four times the largest gradient).
+    at::Tensor flat = slot.master.grad().reshape({-1});
+    constexpr int64_t kSlice = int64_t(1) << 20;
+    for (int64_t at = 0; at < flat.numel(); at += kSlice) {
+      at::Tensor part = flat.narrow(0, at, std::min(kSlice, flat.numel() - at));
+      sum += at::dot(part, part).item<double>();
+    }
   }
   return sum;
 }

@@ -464,8 +464,9 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
         slot.expAvg.lerp_(grad, 1 - options.beta1);
         slot.expAvgSq.mul_(options.beta2).addcmul_(grad, grad,
                                                    1 - options.beta2);
-        at::Tensor denom =
-            (slot.expAvgSq.sqrt() / std::sqrt(bias2)).add_(options.eps);
+        // One temporary the size of the parameter, as torch.optim.AdamW.
+        at::Tensor denom = slot.expAvgSq.sqrt();
+        denom.div_(std::sqrt(bias2)).add_(options.eps);
         p.addcdiv_(slot.expAvg, denom, -options.lr / bias1);
         slot.master.mutable_grad() = at::Tensor();
       }

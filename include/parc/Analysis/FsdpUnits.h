@@ -34,6 +34,8 @@ struct FsdpUnitSize : FsdpUnitPlace {
   /// Elements of the gathered (TP-local, FSDP-padded) unit, and of its
   /// trainable part.
   int64_t elements = 0, trainableElements = 0;
+  /// Elements of the unit's largest trainable parameter (TP-local, padded).
+  int64_t largestTrainable = 0;
 };
 
 struct FsdpUnitSizes {
