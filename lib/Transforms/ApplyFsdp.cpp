@@ -104,12 +104,13 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
                               cast<shard::GridOp>(op).getSymName())))
         op.erase();
 
+    if (failed(ensureLayersDiscovered(model)))
+      return failure();
     SmallVector<NNModuleOp> layers = getLayersInExecutionOrder(model);
     if (layers.empty())
       mlir::emitWarning(model->getLoc())
           << "no discovered layers in @" << model.getSymName()
-          << ": every parameter is in the root FSDP unit "
-             "(run --discover-layers first)";
+          << ": every parameter is in the root FSDP unit";
     UnitAssignment assignment = assignUnits(model, layers);
 
     OpBuilder builder = OpBuilder::atBlockBegin(model.getBody());

@@ -197,6 +197,8 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
              << "apply-pp: interleaved-1f1b needs the micro-batches (" << m
              << ") to be a multiple of the stages (" << p << ")";
 
+    if (failed(ensureLayersDiscovered(model)))
+      return failure();
     SmallVector<NNModuleOp> all = getLayersInExecutionOrder(model);
     SmallVector<NNModuleOp> layers, vision;
     for (NNModuleOp layer : all) {
@@ -208,8 +210,8 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
     }
     if (layers.empty())
       return mlir::emitError(loc)
-             << "apply-pp needs discovered layers in @" << model.getSymName()
-             << ": run --discover-layers first";
+             << "apply-pp needs layers, and @" << model.getSymName()
+             << " has none";
     int64_t groups = p * v;
     int64_t n = layers.size();
     if (groups > n)

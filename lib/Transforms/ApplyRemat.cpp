@@ -93,6 +93,8 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
     if (policy->mode == RematMode::None)
       return success();
 
+    if (failed(ensureLayersDiscovered(model)))
+      return failure();
     SmallVector<LayerStack> stacks = getLayerStacks(model);
     SmallVector<std::string> searched;
     SmallVector<std::string> skipped;

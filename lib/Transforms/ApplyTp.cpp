@@ -519,10 +519,13 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       model->setAttr(kSizeAttr, b.getI64IntegerAttr(1));
       return success();
     }
+    if (failed(ensureLayersDiscovered(model)))
+      return failure();
     SmallVector<LayerStack> stacks = getLayerStacks(model);
-    if (!hasDiscoveredLayers(model) || stacks.empty())
+    if (stacks.empty())
       return mlir::emitError(model->getLoc())
-             << "apply-tp needs layer stacks: run --discover-layers first";
+             << "apply-tp needs layer stacks: discovery found none in @"
+             << model.getSymName();
     config = model->getAttrOfType<DictionaryAttr>("parc.hf_config");
 
     for (const LayerStack &stack : stacks) {

@@ -306,6 +306,21 @@ void reportStacks(ModelOp model, ArrayRef<LayerStack> stacks,
          "attention and maps a tensor to a tensor of the same type)";
 }
 
+} // namespace
+
+LogicalResult ensureLayersDiscovered(ModelOp model) {
+  if (hasDiscoveredLayers(model))
+    return success();
+  LayerFinder finder;
+  SearchResult found = finder.searchBelow(model);
+  SmallVector<LayerStack> stacks = getStacksOfRuns(found.runs);
+  reportStacks(model, stacks, found.containers);
+  setLayerStacks(model, stacks);
+  return success();
+}
+
+namespace {
+
 struct DiscoverLayersPass
     : public impl::DiscoverLayersBase<DiscoverLayersPass> {
   using Base::Base;

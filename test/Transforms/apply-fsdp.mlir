@@ -54,7 +54,9 @@
 
 // -----
 
-// expected-warning@+2 {{no discovered layers in @flat: every parameter is in the root FSDP unit (run --discover-layers first)}}
+// Without --discover-layers first, apply-fsdp discovers the layers itself.
+// expected-warning@+3 {{no layer stacks found in @flat}}
+// expected-warning@+2 {{no discovered layers in @flat: every parameter is in the root FSDP unit}}
 // expected-remark@+1 {{1 FSDP units (root + 0 layers)}}
 parc.model @flat class "M" {
   parc.param @w : tensor<4x4xf32>

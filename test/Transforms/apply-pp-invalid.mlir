@@ -27,6 +27,7 @@
 // SPLIT-SUM: tiny-4-layers.mlir:1:1: error: apply-pp: split sums to 5 layers, but @tiny4 has 4
 // SEQ: tiny-4-layers.mlir:1:1: error: apply-pp needs positive seq and mbs
 
-// expected-error@+1 {{apply-pp needs discovered layers in @empty: run --discover-layers first}}
+// expected-warning@+2 {{no layer stacks found in @empty}}
+// expected-error@+1 {{apply-pp needs layers, and @empty has none}}
 parc.model @empty class "Empty" {
 }

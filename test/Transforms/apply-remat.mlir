@@ -40,6 +40,7 @@
 // -----
 
 // The founding bug: remat asked for, no layer to wrap. Refused, never a no-op.
+// expected-warning@+2 {{no layer stacks found in @undiscovered}}
 // expected-error@+1 {{remat requested (mode=full, scope=all) but no layer is in scope in @undiscovered (stacks searched: none; run --discover-layers or name them with --discover-layers=stacks=)}}
 parc.model @undiscovered class "M" {
   parc.module @layers "ModuleList" list {

@@ -216,43 +216,9 @@ parc.model @groups class "M" attributes {parc.stacks = [{layers = 1 : i64, name 
 
 // -----
 
-// expected-error@+1 {{apply-tp needs layer stacks: run --discover-layers first}}
-parc.model @nostacks class "M" {
-  parc.module @model "Model" composite {
-    parc.module @layers "ModuleList" list {
-      parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
-        parc.module @q "Linear" leaf {
-          parc.param @weight : tensor<16x16xf32>
-        }
-        parc.module @k "Linear" leaf {
-          parc.param @weight : tensor<16x16xf32>
-        }
-        parc.module @o "Linear" leaf {
-          parc.param @weight : tensor<16x16xf32>
-        }
-        parc.module @up "Linear" leaf {
-          parc.param @weight : tensor<32x16xf32>
-        }
-        parc.module @down "Linear" leaf {
-          parc.param @weight : tensor<16x32xf32>
-        }
-        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
-          %q = parc.linear %x, @q::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
-          %k = parc.linear %x, @k::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
-          %a = parc.attention %q, %k, %k {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
-          %o = parc.linear %a, @o::@weight : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
-          %r = parc.add %x, %o : tensor<?x?x16xf32>
-          %u = parc.linear %r, @up::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
-          %g = parc.activation silu %u : tensor<?x?x32xf32>
-          %d = parc.linear %g, @down::@weight : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
-          %y = parc.add %r, %d : tensor<?x?x16xf32>
-          return %y : tensor<?x?x16xf32>
-        }
-      }
-    }
-    func.func @forward(%h0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
-      %h1 = parc.call @layers::@"0"(%h0) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
-      return %h1 : tensor<?x?x16xf32>
-    }
-  }
+// Discovery (run on demand) finds no layer to split.
+// expected-warning@+2 {{no layer stacks found in @nolayers}}
+// expected-error@+1 {{apply-tp needs layer stacks: discovery found none in @nolayers}}
+parc.model @nolayers class "M" {
+  parc.param @w : tensor<16x16xf32>
 }

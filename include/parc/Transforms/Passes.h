@@ -15,6 +15,12 @@ namespace mlir::parc {
 #define GEN_PASS_REGISTRATION
 #include "parc/Transforms/Passes.h.inc"
 
+/// Runs --discover-layers' structural discovery on `model` unless its layers
+/// were discovered already, so that a pass that needs layers works on freshly
+/// imported IR in any order (`parc-opt --apply-fsdp --apply-remat model.mlir`
+/// plans what `--discover-layers --apply-remat --apply-fsdp` plans).
+LogicalResult ensureLayersDiscovered(ModelOp model);
+
 } // namespace mlir::parc
 
 #endif // PARC_TRANSFORMS_PASSES_H
