@@ -31,7 +31,6 @@ using torch::autograd::variable_list;
 
 namespace {
 
-const char *str(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
 
 at::ScalarType scalarType(plan::DType dtype) {
   switch (dtype) {
@@ -471,7 +470,6 @@ bool Executor::compile(std::string &error) {
       FsdpUnit unit;
       unit.name = str(entry->name());
       unit.path = str(entry->path());
-      unit.reshardAfterForward = entry->reshard_after_forward();
       unit.compute = scalarType(entry->compute_dtype());
       unit.reduce = scalarType(entry->reduce_dtype());
       if (entry->params())
@@ -514,7 +512,6 @@ bool Executor::compile(std::string &error) {
     if (!unitByPath.count("")) {
       FsdpUnit root;
       root.name = "root";
-      root.reshardAfterForward = false;
       unitByPath[""] = fsdpUnits.size();
       fsdpUnits.push_back(std::move(root));
     }
@@ -526,7 +523,6 @@ bool Executor::compile(std::string &error) {
   if (!unitByPath.count("")) {
     FsdpUnit root;
     root.name = "root";
-    root.reshardAfterForward = false;
     unitByPath[""] = fsdpUnits.size();
     fsdpUnits.push_back(std::move(root));
   }
@@ -976,8 +972,7 @@ bool Executor::compileTp(CompiledForward &fwd, const std::vector<int> &args,
 bool Executor::compilePipeline(std::string &error) {
   pipeline = std::make_unique<Pipeline>();
   Pipeline &pipe = *pipeline;
-  // A layer's virtual stage: chunk x stages + stage.
-  std::map<std::string, int> layerStage;
+  std::map<std::string, int> &layerStage = pipe.layerStage;
   int pp = layout.pp;
   pipe.virtualStages = pp * layout.chunks;
   if (plan.modules())
@@ -1290,7 +1285,6 @@ std::vector<at::Tensor> Executor::gather(FsdpUnit &unit) {
     unit.storages.push_back(buffer.storage());
     fulls.push_back(full);
   }
-  unit.gathered = true;
   return fulls;
 }
 

@@ -116,6 +116,8 @@ struct Executor::Pipeline {
   /// Per virtual boundary b: the values virtual stage b sends to b + 1
   /// (defined on virtual stages <= b and read on a later one), in value order.
   std::vector<std::vector<int>> crossing;
+  /// Each layer's virtual stage (chunk x stages + stage), by dotted path.
+  std::map<std::string, int> layerStage;
 };
 
 /// Runs a rank's program step by step (Interpreter.cpp).
@@ -136,10 +138,12 @@ struct Executor::Interpreter {
 
   /// A gathered unit: the storages its parameters live in while gathered.
   struct Gather {
-    int unit = -1;
     std::vector<c10::Storage> storages;
     std::vector<at::Tensor> fulls;
     bool live = false;
+    /// Frees the gathered bytes; autograd keeps its pointers to the
+    /// storages, which a later gather may refill.
+    void release();
   };
   /// A unit's parameters as the leaves one micro-batch's forward used.
   struct Binding {
@@ -176,6 +180,9 @@ private:
                              why);
   }
   int segmentFor(size_t index, const plan::Step &step);
+  /// Reads what each step names once per program (its segment, the buffer
+  /// under each tensor), so a training step does no look-ups by path.
+  void decode(const plan::Program &program);
   std::vector<int> unitsOf(const Segment &seg) const;
   void bind(size_t index, const Segment &seg, int64_t micro, bool fresh);
   void unbind(const Segment &seg);
@@ -199,7 +206,6 @@ private:
   Executor &exec;
   std::vector<Segment> segments;
   std::map<std::pair<std::string, std::string>, int> segmentByName;
-  std::map<std::string, int> layerStage;
   int rootUnit = -1;
   int numValues = 0;
   /// Per value: how many reads (segment forwards and sends) this stage
@@ -213,10 +219,13 @@ private:
   std::map<int, int> latestGather;
   std::map<Key, Binding> bindings;
   std::map<Key, Flight> flights;
-  std::map<int, Key> saved;
   /// By (virtual boundary, micro-batch).
   std::map<Key, std::vector<Message>> sentAt, receivedAt;
-  std::map<int, Buffer> buffers;
+  /// decode()'s result: per step its segment (-1: none); per tensor the
+  /// step defining it and the buffer it is or was reduced from.
+  const plan::Program *decoded = nullptr;
+  std::vector<int> stepSegment, tensorStep;
+  std::vector<Buffer> buffers;
   std::map<int64_t, std::vector<at::Tensor>> values, grads;
   std::map<int64_t, std::vector<int>> reads;
   std::map<int64_t, std::pair<at::Tensor, at::Tensor>> data;

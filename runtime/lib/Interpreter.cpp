@@ -34,20 +34,12 @@
 using namespace parc;
 using namespace parc::runtime;
 
-namespace {
-const char *str(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
-} // namespace
-
 bool Executor::Interpreter::build(std::string &error) {
   const Pipeline &pipe = *exec.pipeline;
   numValues = pipe.numValues;
   rootUnit = exec.unitByPath.count("") ? exec.unitByPath.at("") : -1;
   int pp = exec.layout.pp;
-  if (exec.plan.modules())
-    for (const plan::Module *module : *exec.plan.modules())
-      if (module->layer_index() >= 0)
-        layerStage[str(module->path())] =
-            module->pp_chunk() * pp + module->pp_stage();
+  const std::map<std::string, int> &layerStage = pipe.layerStage;
   // The last layer call: the ops after it are the tail.
   size_t lastLayer = pipe.steps.size();
   for (size_t i = 0; i < pipe.steps.size(); ++i) {
@@ -98,7 +90,7 @@ bool Executor::Interpreter::build(std::string &error) {
     for (const Pipeline::Step *step : segments[s].ops)
       for (int v : step->results)
         definedIn[v] = s;
-  std::vector<std::set<int>> readBy(numValues);
+  std::vector<bool> read(numValues, false);
   readsPerMicro.assign(numValues, 0);
   for (size_t s = 0; s < segments.size(); ++s) {
     std::set<int> inputs;
@@ -109,14 +101,14 @@ bool Executor::Interpreter::build(std::string &error) {
     segments[s].inputs.assign(inputs.begin(), inputs.end());
     bool local = segments[s].stage % pp == exec.layout.ppIndex;
     for (int v : inputs) {
-      readBy[v].insert(s);
+      read[v] = true;
       readsPerMicro[v] += local;
     }
   }
   for (int v = 2; v < numValues; ++v) {
     if (definedIn[v] < 0)
       continue;
-    if (!readBy[v].empty() || v == pipe.lossValue)
+    if (read[v] || v == pipe.lossValue)
       segments[definedIn[v]].outputs.push_back(v);
   }
   // Sends of this stage read the values that cross their boundary.
@@ -125,6 +117,16 @@ bool Executor::Interpreter::build(std::string &error) {
       for (int v : pipe.crossing[b])
         ++readsPerMicro[v];
   return true;
+}
+
+void Executor::Interpreter::Gather::release() {
+  if (!live)
+    return;
+  for (c10::Storage &storage : storages)
+    if (storage)
+      storage.unsafeGetStorageImpl()->reset();
+  live = false;
+  fulls.clear();
 }
 
 std::vector<at::Tensor> &Executor::Interpreter::valuesOf(int64_t micro) {
@@ -450,6 +452,7 @@ void Executor::Interpreter::reduceScatter(int u, int64_t micro) {
 /// over the one after it; its gradient goes the other way.
 int Executor::Interpreter::boundaryOf(const Buffer &buffer, bool sending,
                                       bool gradients) const {
+  const std::map<std::string, int> &layerStage = exec.pipeline->layerStage;
   auto it = layerStage.find(buffer.path);
   if (it == layerStage.end())
     throw std::runtime_error("pipeline buffer of '" + buffer.path +
@@ -526,8 +529,52 @@ void Executor::Interpreter::recvActivations(size_t index, const Buffer &buffer,
   sentAt.erase(sent);
 }
 
+void Executor::Interpreter::decode(const plan::Program &program) {
+  const auto *steps = program.steps();
+  size_t count = steps ? steps->size() : 0;
+  stepSegment.assign(count, -1);
+  tensorStep.clear();
+  buffers.clear();
+  for (unsigned i = 0; i < count; ++i) {
+    const plan::Step &step = *steps->Get(i);
+    switch (step.kind()) {
+    case plan::StepKind::Forward:
+    case plan::StepKind::Backward:
+    case plan::StepKind::Recompute:
+    case plan::StepKind::Save:
+      stepSegment[i] = segmentFor(i, step);
+      break;
+    default:
+      break;
+    }
+    if (step.result() < 0)
+      continue;
+    if (int(buffers.size()) <= step.result()) {
+      buffers.resize(step.result() + 1);
+      tensorStep.resize(step.result() + 1, -1);
+    }
+    tensorStep[step.result()] = i;
+    Buffer &buffer = buffers[step.result()];
+    if (step.kind() == plan::StepKind::Buffer) {
+      buffer.kind = step.buffer_kind();
+      buffer.path = str(step.path());
+      buffer.micro = step.micro_batch();
+      auto unit = exec.unitByPath.find(buffer.path);
+      if (unit != exec.unitByPath.end())
+        buffer.unit = unit->second;
+    } else if (step.kind() == plan::StepKind::ReduceScatter &&
+               step.operand() >= 0) {
+      // The dp all-reduce reads the reduce-scatter's result: its unit.
+      buffer = buffers[step.operand()];
+    }
+  }
+  decoded = &program;
+}
+
 double Executor::Interpreter::run(const plan::Program &program,
                                   const ProgramHooks &stepHooks) {
+  if (decoded != &program)
+    decode(program);
   hooks = &stepHooks;
   microBatches = program.micro_batches();
   lossSum = 0;
@@ -539,17 +586,9 @@ double Executor::Interpreter::run(const plan::Program &program,
     int64_t micro = step.micro_batch();
     int operand = step.operand();
     switch (step.kind()) {
-    case plan::StepKind::Buffer: {
-      Buffer buffer;
-      buffer.kind = step.buffer_kind();
-      buffer.path = str(step.path());
-      buffer.micro = micro;
-      auto unit = exec.unitByPath.find(buffer.path);
-      if (unit != exec.unitByPath.end())
-        buffer.unit = unit->second;
-      buffers[step.result()] = buffer;
-      break;
-    }
+    case plan::StepKind::Buffer:
+    case plan::StepKind::Save:
+      break; // Read by decode(); what a save keeps is its flight.
     case plan::StepKind::AllGather: {
       const Buffer &in = buffers[operand];
       if (in.kind != plan::BufferKind::ParamShard)
@@ -558,7 +597,6 @@ double Executor::Interpreter::run(const plan::Program &program,
         fail(i, "gathers '" + in.path + "', which is no FSDP unit");
       FsdpUnit &unit = exec.fsdpUnits[in.unit];
       Gather g;
-      g.unit = in.unit;
       g.fulls = exec.gather(unit);
       g.storages = unit.storages;
       g.live = true;
@@ -567,47 +605,37 @@ double Executor::Interpreter::run(const plan::Program &program,
       break;
     }
     case plan::StepKind::Forward:
-      forward(i, segmentFor(i, step), micro);
+      forward(i, stepSegment[i], micro);
       if (!faulted && micro == 0 && stepHooks.afterForward) {
         faulted = true;
         stepHooks.afterForward(micro);
       }
       break;
-    case plan::StepKind::Save:
-      saved[step.result()] = {segmentFor(i, step), micro};
-      break;
     case plan::StepKind::Recompute:
-      recompute(i, segmentFor(i, step), micro);
+      recompute(i, stepSegment[i], micro);
       break;
     case plan::StepKind::Backward:
-      backward(i, segmentFor(i, step), micro);
+      backward(i, stepSegment[i], micro);
       break;
     case plan::StepKind::Free: {
-      auto save = saved.find(operand);
-      if (save != saved.end()) {
-        flights.erase(save->second);
-        saved.erase(save);
+      int definer = tensorStep[operand];
+      const plan::Step &what = *steps->Get(definer);
+      if (what.kind() == plan::StepKind::Save) {
+        flights.erase({stepSegment[definer], what.micro_batch()});
         break;
       }
       auto gather = gathers.find(operand);
-      if (gather != gathers.end() && gather->second.live) {
-        for (c10::Storage &storage : gather->second.storages)
-          if (storage)
-            storage.unsafeGetStorageImpl()->reset();
-        gather->second.live = false;
-        gather->second.fulls.clear();
-      }
+      if (gather != gathers.end())
+        gather->second.release();
       break;
     }
     case plan::StepKind::ReduceScatter: {
-      Buffer in = buffers[operand];
+      const Buffer &in = buffers[operand];
       if (in.kind != plan::BufferKind::Gradient)
         break; // Sequence parallel: inside the compute step.
       if (in.unit < 0)
         fail(i, "reduce-scatters '" + in.path + "', which is no FSDP unit");
       reduceScatter(in.unit, in.micro);
-      Buffer out = in;
-      buffers[step.result()] = out;
       break;
     }
     case plan::StepKind::AllReduce: {
@@ -649,18 +677,13 @@ double Executor::Interpreter::run(const plan::Program &program,
   }
   exec.ppComm->flushSends();
   for (auto &[id, g] : gathers)
-    if (g.live)
-      for (c10::Storage &storage : g.storages)
-        if (storage)
-          storage.unsafeGetStorageImpl()->reset();
+    g.release();
   gathers.clear();
   latestGather.clear();
   bindings.clear();
   flights.clear();
-  saved.clear();
   sentAt.clear();
   receivedAt.clear();
-  buffers.clear();
   values.clear();
   grads.clear();
   reads.clear();

@@ -149,7 +149,6 @@ bool parc::runtime::readRankLayout(const plan::Plan &plan, RankLayout &layout,
 
 namespace {
 
-const char *str(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
 
 const char *dtypeName(plan::DType dtype) {
   switch (dtype) {

@@ -12,7 +12,6 @@ using namespace parc::runtime;
 
 namespace {
 
-const char *str(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
 
 const char *kindName(plan::StepKind kind) {
   return plan::EnumNameStepKind(kind);
@@ -30,6 +29,17 @@ int coordinate(const RankLayout &layout, const std::string &grid) {
   if (grid == "tp")
     return layout.tpIndex;
   return -1;
+}
+
+/// The size of a rank axis of the layout.
+int axisSize(const RankLayout &layout, const std::string &axis) {
+  if (axis == "pp")
+    return layout.pp;
+  if (axis == "dp")
+    return layout.dp;
+  if (axis == "fsdp")
+    return layout.fsdp;
+  return layout.tp;
 }
 
 int64_t gridSize(const plan::Plan &plan, const std::string &name) {
@@ -362,11 +372,7 @@ bool parc::runtime::verifyPrograms(const plan::Plan &plan,
             listed = true;
             count = coverage->indices() ? coverage->indices()->size() : 0;
           }
-      int64_t size = std::string(axis) == "pp"     ? layout.pp
-                     : std::string(axis) == "dp"   ? layout.dp
-                     : std::string(axis) == "fsdp" ? layout.fsdp
-                                                   : layout.tp;
-      expected *= listed ? count : size;
+      expected *= listed ? count : axisSize(layout, axis);
     }
     if (program->ranks() != expected) {
       error = "program '" + name + "' says it runs on " +

@@ -384,7 +384,6 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
   ProgramBatch shape = programBatch(*program);
   int64_t seq = shape.seq, mbs = shape.batch;
   int64_t dp = layout.dataParallel();
-  bool pipelined = layout.pp > 1;
   int64_t gbs = shape.global(dp);
   int64_t accumulation = shape.microBatches;
   // With a pipeline each stage has its own prediction.

@@ -72,13 +72,11 @@ struct FsdpUnit {
   std::string name;
   std::string path;
   std::vector<int> slots;
-  bool reshardAfterForward = true;
   at::ScalarType compute = at::kFloat;
   at::ScalarType reduce = at::kFloat;
   /// Storages of the latest gather (one per slot; empty at one shard in
   /// fp32, where the master is the compute tensor).
   std::vector<c10::Storage> storages;
-  bool gathered = false;
 };
 
 struct CompiledOp;

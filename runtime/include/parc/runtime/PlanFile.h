@@ -78,6 +78,11 @@ bool readRankLayout(const plan::Plan &plan, RankLayout &layout,
 /// prediction, and every forward op with its attributes.
 void describePlan(const plan::Plan &plan, std::ostream &os);
 
+/// A FlatBuffers string field, "" when absent.
+inline const char *str(const flatbuffers::String *s) {
+  return s ? s->c_str() : "";
+}
+
 /// FNV-1a 64 of `data`: stable across runs and machines, used for seeds
 /// derived from parameter paths and for checkpoint checksums.
 uint64_t fnv1a(const void *data, size_t size, uint64_t seed = 0);
