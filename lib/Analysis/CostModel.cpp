@@ -435,10 +435,8 @@ RootFlops mlir::parc::countRootFlops(ModelOp model, int64_t batch,
 
 FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
                                                const CostOptions &options) {
-  std::string dir = options.hardwareDir.empty() ? getDefaultHardwareDir()
-                                                : options.hardwareDir;
-  FailureOr<HardwareProfile> hardware =
-      loadHardwareProfile(options.hardware, dir, model.getLoc());
+  FailureOr<HardwareProfile> hardware = loadHardwareProfile(
+      options.hardware, options.hardwareDir, model.getLoc());
   if (failed(hardware))
     return failure();
   if (options.seqLen <= 0 || options.microBatch <= 0 ||

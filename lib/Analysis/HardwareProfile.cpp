@@ -242,7 +242,10 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
 } // namespace
 
 FailureOr<HardwareProfile>
-mlir::parc::loadHardwareProfile(StringRef name, StringRef dir, Location loc) {
+mlir::parc::loadHardwareProfile(StringRef name, StringRef dirOrEmpty,
+                                Location loc) {
+  std::string dir =
+      dirOrEmpty.empty() ? getDefaultHardwareDir() : dirOrEmpty.str();
   std::vector<std::string> known = listProfiles(dir);
   // A name is a file stem, never a path: "../x" must not reach other files.
   bool isPlainName = !name.empty() && !name.contains('/') &&

@@ -1,9 +1,9 @@
 //===- MemoryEstimate.cpp - replay one training step per rank -------------===//
 //
-// The estimate is a replay, not a sum of maxima: it walks the step in the
-// order FSDP runs it and keeps a running breakdown of live bytes, so the peak
-// is the largest total that exists at one moment and the phase it happens in
-// is known. Activation bytes come from the model's own op graph: each op saves
+// The estimate is a replay, not a sum of maxima: it walks each rank kind's
+// parc.program (the step parc-run executes, in its order) and keeps a
+// running breakdown of live bytes, so the peak is the largest total that
+// exists at one moment and the phase it happens in is known. Activation bytes come from the model's own op graph: each op saves
 // what its autograd backward needs (a linear its input, attention q, k, v and
 // its output, a norm its input), shared tensors counted once.
 //
@@ -16,6 +16,7 @@
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -429,25 +430,6 @@ FailureOr<StepUnits> collectUnits(ModelOp model) {
   return result;
 }
 
-/// Running totals of one rank's replay.
-class Replay {
-public:
-  explicit Replay(RankMemory &rank) : rank(rank) {}
-  MemoryBreakdown live;
-
-  void note(const std::string &phase) {
-    rank.timeline.push_back({phase, live});
-    if (live.total() > rank.peakBytes) {
-      rank.peakBytes = live.total();
-      rank.atPeak = live;
-      rank.peakPhase = phase;
-    }
-  }
-
-private:
-  RankMemory &rank;
-};
-
 /// Activation bytes a layer keeps and recomputes under its remat decision.
 struct LayerActivations {
   int64_t saved = 0, recomputed = 0, working = 0;
@@ -483,108 +465,381 @@ LayerActivations activationsOf(const ForwardTrace &trace, StringRef remat,
 
 } // namespace
 
-LayerActivationBytes
-mlir::parc::estimateLayerActivations(NNModuleOp layer, StringRef remat,
-                                     int64_t batch, int64_t tokens,
-                                     int64_t elementBytes) {
-  ForwardTrace trace = ForwardTracer(batch, tokens, /*stopAtLayers=*/false)
-                           .trace(layer.getForward());
+LayerActivationBytes mlir::parc::estimateLayerActivations(
+    NNModuleOp layer, StringRef remat, int64_t batch, int64_t tokens,
+    int64_t elementBytes, TpPlan tp, KernelProfile kernels) {
+  ForwardTrace trace =
+      ForwardTracer(batch, tokens, /*stopAtLayers=*/false, tp, kernels,
+                    elementBytes)
+          .trace(layer.getForward());
   LayerActivations acts = activationsOf(trace, remat, elementBytes);
-  return {acts.saved, acts.recomputed};
+  return {acts.saved, acts.recomputed, acts.working};
 }
+
+namespace {
+
+/// The loss path of the root as the replay charges it: the logits and what
+/// the loss keeps, what exists only while the forward ends, and what its
+/// backward holds.
+struct LossBytes {
+  int64_t logits = 0; // logit elements
+  int64_t rootSaved = 0, kept = 0, transient = 0, gradients = 0;
+};
+
+LossBytes getLossBytes(ModelOp model, int64_t batch, int64_t seq, TpPlan tp,
+                       KernelProfile kernels, int64_t computeBytes) {
+  ForwardTrace rootTrace =
+      ForwardTracer(batch, seq, /*stopAtLayers=*/true, tp, kernels,
+                    computeBytes)
+          .trace(cast<func::FuncOp>(
+              SymbolTable::lookupSymbolIn(model, "forward")));
+  LossBytes loss;
+  // The logits path is counted as the loss spike, not as saved activations;
+  // the root's other saved tensors (the final norm's input, lm_head's) are
+  // held where the loss is, on the last stage.
+  int64_t logits = loss.logits = rootTrace.logitsElements;
+  loss.rootSaved = activationsOf(rootTrace, "none", computeBytes).saved -
+                   rootTrace.softcaps * logits * computeBytes;
+  // Logits, softcap output and the fp32 log-softmax the loss keeps.
+  loss.kept = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);
+  // The fp32 logit gradients its backward holds beside what it keeps.
+  loss.gradients = logits * 4;
+  if (kernels.eagerLoss) {
+    // Eager: backward keeps each softcap's tanh and the fp32 log-softmax.
+    // The logits and each softcap's output are freed when the model's
+    // forward returns (the executor holds a module's values until then),
+    // with the fp32 copy cross-entropy makes of narrower logits.
+    loss.kept = logits * (computeBytes * rootTrace.softcaps + 4);
+    loss.transient = logits * (computeBytes * (1 + rootTrace.softcaps) +
+                               (computeBytes != 4 ? 4 : 0));
+    // nll_loss's gradient and log_softmax's, both fp32, live together.
+    loss.gradients = 2 * logits * 4;
+  }
+  return loss;
+}
+
+int64_t bufferBytes(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return type.getNumElements() *
+         ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// The buffer a collective reads, when it is one of `kind`.
+BufferOp bufferOf(Value operand, BufferKind kind) {
+  auto buffer = operand.getDefiningOp<BufferOp>();
+  return buffer && buffer.getKind() == kind ? buffer : BufferOp();
+}
+
+/// One rank kind's replay: walks its program op by op. Allocations the
+/// program names (gathered units, saved activations, recomputed bytes) are
+/// the program's own sizes; what only exists inside a compute step (an
+/// op's working set, the loss, gradients a backward produces) comes from
+/// the traced op graph and the unit footprints, charged at that step.
+class ProgramReplay {
+public:
+  ProgramReplay(RankMemory &rank, const UnitFootprint &root,
+                ArrayRef<UnitFootprint> layers,
+                const llvm::DenseMap<Operation *, LayerActivations> &acts,
+                const LossBytes &loss, int64_t lateRootGradients,
+                bool accumulate)
+      : rank(rank), root(root), acts(acts), loss(loss),
+        lateRootGradients(lateRootGradients), accumulate(accumulate) {
+    for (const UnitFootprint &unit : layers)
+      byPath[unit.path] = &unit;
+  }
+
+  void run(ProgramOp program) {
+    pipelined = !program.getCovers().empty();
+    for (Operation &op : program.getBody()->getOperations())
+      step(op);
+  }
+
+  MemoryBreakdown live;
+
+  void note(const std::string &phase) {
+    rank.timeline.push_back({phase, live});
+    if (live.total() > rank.peakBytes) {
+      rank.peakBytes = live.total();
+      rank.atPeak = live;
+      rank.peakPhase = phase;
+    }
+  }
+
+private:
+  std::string suffix(int64_t microBatch) const {
+    return pipelined ? " (micro-batch " + std::to_string(microBatch) + ")"
+                     : "";
+  }
+
+  void step(Operation &op) {
+    llvm::TypeSwitch<Operation *>(&op)
+        .Case([&](shard::AllGatherOp gather) {
+          if (bufferOf(gather.getInput(), BufferKind::ParamShard)) {
+            int64_t bytes = bufferBytes(gather.getResult());
+            live.unshardedParameters += bytes;
+            allocated[gather.getResult()] = {bytes, /*saved=*/false};
+          }
+        })
+        .Case([&](SaveOp save) {
+          int64_t bytes = bufferBytes(save.getResult());
+          live.savedActivations += bytes;
+          allocated[save.getResult()] = {bytes, /*saved=*/true};
+        })
+        .Case([&](FreeOp free) {
+          auto it = allocated.find(free.getBuffer());
+          if (it == allocated.end())
+            return;
+          (it->second.second ? live.savedActivations
+                             : live.unshardedParameters) -= it->second.first;
+          allocated.erase(it);
+        })
+        .Case([&](RecomputeStepOp recompute) {
+          recomputed += recompute.getBytes();
+        })
+        .Case([&](ForwardStepOp forward) { this->forward(forward); })
+        .Case([&](BackwardStepOp backward) { this->backward(backward); })
+        .Case([&](shard::ReduceScatterOp scatter) {
+          if (auto grad = bufferOf(scatter.getInput(), BufferKind::Gradient))
+            reduced(grad.getOf(), scatter.getInput().getDefiningOp<BufferOp>()
+                                      .getMicroBatch());
+        })
+        .Case([&](OptimizerStepOp) {
+          settleGradients();
+          if (rootGradients)
+            releaseRootGradients("gradients root");
+          note("optimizer step");
+        });
+  }
+
+  void forward(ForwardStepOp forward) {
+    settleGradients();
+    int64_t mb = forward.getMicroBatch();
+    if (forward.getModule().empty()) {
+      if (forward.getPart() != "tail")
+        return note("forward head" + suffix(mb));
+      live.savedActivations += loss.rootSaved;
+      live.logitsAndLoss += loss.kept + loss.transient;
+      note("forward loss" + suffix(mb));
+      live.logitsAndLoss -= loss.transient;
+      return;
+    }
+    const UnitFootprint *unit = byPath.lookup(forward.getModule());
+    int64_t working = unit ? acts.lookup(unit->layer).working : 0;
+    live.recomputeWorkingSet += working;
+    note("forward " + forward.getModule().str() + suffix(mb));
+    live.recomputeWorkingSet -= working;
+  }
+
+  void backward(BackwardStepOp backward) {
+    settleGradients();
+    int64_t mb = backward.getMicroBatch();
+    if (backward.getModule().empty()) {
+      if (backward.getPart() == "tail") {
+        // Backward of the loss: the fp32 gradient of the logits joins
+        // them; lm_head's backward then holds the logits gradient in the
+        // compute dtype.
+        live.logitsAndLoss += loss.gradients;
+        note("backward loss" + suffix(mb));
+        holdRootGradients();
+        live.logitsAndLoss +=
+            loss.logits * root.computeBytes - loss.kept - loss.gradients;
+        int64_t transient = accumulate ? root.accumulationTransient : 0;
+        live.recomputeWorkingSet += transient;
+        note("backward lm_head" + suffix(mb));
+        live.recomputeWorkingSet -= transient;
+        live.logitsAndLoss -= loss.logits * root.computeBytes;
+        live.savedActivations -= loss.rootSaved;
+        return;
+      }
+      // The embedding's backward, the last of the step: its gradient joins
+      // the root's.
+      holdRootGradients();
+      if (!lateRootHeld) {
+        lateRootHeld = true;
+        live.gradients += lateRootGradients;
+      }
+      return note("backward head" + suffix(mb));
+    }
+    holdRootGradients();
+    const UnitFootprint *unit = byPath.lookup(backward.getModule());
+    if (!unit)
+      return;
+    // The unit's backward frees its saved activations as it produces its
+    // gradients: the layer starts with all of the former and none of the
+    // latter, and ends the other way round. Charging both at once would be
+    // the sum of maxima the replay exists to avoid.
+    int64_t transient = recomputed + acts.lookup(unit->layer).working +
+                        (accumulate ? unit->accumulationTransient : 0);
+    live.recomputeWorkingSet += transient;
+    note("backward " + unit->path + suffix(mb));
+    live.recomputeWorkingSet -= transient;
+    recomputed = 0;
+    live.gradients += unit->unshardedGradients;
+    if (!accumulate)
+      live.gradients += unit->shardedGradients;
+    pending.push_back({unit, mb});
+  }
+
+  /// The root's unsharded gradients from its first backward on (all but
+  /// the embedding's, which only the embedding's backward produces).
+  void holdRootGradients() {
+    if (rootGradients)
+      return;
+    rootGradients = true;
+    live.gradients += root.unshardedGradients - lateRootGradients;
+  }
+
+  void releaseRootGradients(const std::string &phase) {
+    if (!lateRootHeld)
+      live.gradients += lateRootGradients;
+    if (!accumulate)
+      live.gradients += root.shardedGradients;
+    note(phase);
+    live.gradients -= root.unshardedGradients;
+    rootGradients = lateRootHeld = false;
+  }
+
+  /// A reduce-scatter of `path`'s gradient: the unsharded gradient becomes
+  /// this rank's shard of it.
+  void reduced(StringRef path, std::optional<int64_t> mb) {
+    std::string phase =
+        "reduce-scatter " + (path.empty() ? std::string("root") : path.str()) +
+        (mb ? suffix(*mb) : "");
+    if (path.empty())
+      return rootGradients ? releaseRootGradients(phase) : void();
+    auto it = llvm::find_if(pending, [&](const PendingGradient &p) {
+      return p.unit->path == path;
+    });
+    if (it == pending.end())
+      return;
+    note(phase);
+    live.gradients -= it->unit->unshardedGradients;
+    pending.erase(it);
+  }
+
+  /// Gradients no collective reads (one shard: there is nothing to
+  /// reduce-scatter) are added into the parameters' own gradients before
+  /// the next step of the program.
+  void settleGradients() {
+    for (const PendingGradient &p : pending) {
+      note("gradients " + p.unit->path + suffix(p.microBatch));
+      live.gradients -= p.unit->unshardedGradients;
+    }
+    pending.clear();
+  }
+
+  struct PendingGradient {
+    const UnitFootprint *unit;
+    int64_t microBatch;
+  };
+
+  RankMemory &rank;
+  const UnitFootprint &root;
+  const llvm::DenseMap<Operation *, LayerActivations> &acts;
+  const LossBytes &loss;
+  int64_t lateRootGradients;
+  bool accumulate, pipelined = false;
+  llvm::StringMap<const UnitFootprint *> byPath;
+  /// Gathered units and saved activations: their bytes, and whether saved.
+  llvm::DenseMap<Value, std::pair<int64_t, bool>> allocated;
+  SmallVector<PendingGradient> pending;
+  int64_t recomputed = 0;
+  bool rootGradients = false, lateRootHeld = false;
+};
+
+/// The pipeline stage a program runs (0 without a pipeline).
+int64_t getProgramStage(ProgramOp program) {
+  auto stages = program.getCovers().getAs<DenseI64ArrayAttr>(kPpGridName);
+  return stages && stages.size() == 1 ? stages[0] : 0;
+}
+
+} // namespace
 
 FailureOr<MemoryReport>
 mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
-  std::string dir = options.hardwareDir.empty() ? getDefaultHardwareDir()
-                                                : options.hardwareDir;
-  FailureOr<HardwareProfile> hardware =
-      loadHardwareProfile(options.hardware, dir, model.getLoc());
+  FailureOr<HardwareProfile> hardware = loadHardwareProfile(
+      options.hardware, options.hardwareDir, model.getLoc());
   if (failed(hardware))
     return failure();
-  if (options.seqLen <= 0 || options.microBatch <= 0 ||
-      options.gradAccumulation <= 0)
+  SmallVector<ProgramOp> programs(model.getBody()->getOps<ProgramOp>());
+  if (programs.empty())
     return mlir::emitError(model->getLoc())
-           << "estimate-memory needs positive seq, mbs and "
-              "gradient accumulation";
+           << "estimate-memory: @" << model.getSymName()
+           << " has no parc.program: run --lower-to-schedule first";
+  ProgramOp first = programs.front();
+  int64_t seq = first.getSeq(), batch = first.getBatch(),
+          microBatches = first.getMicroBatches();
+  auto disagrees = [&](int64_t asked, int64_t planned) {
+    return asked > 0 && asked != planned;
+  };
+  if (disagrees(options.seqLen, seq) ||
+      disagrees(options.microBatch, batch) ||
+      (programs.size() == 1 &&
+       disagrees(options.gradAccumulation, microBatches)))
+    return mlir::emitError(first.getLoc())
+           << "estimate-memory: parc.program @" << first.getSymName()
+           << " trains " << microBatches << " micro-batches of " << batch
+           << " x " << seq << " tokens, not the seq " << options.seqLen
+           << ", mbs " << options.microBatch << ", grad-accum "
+           << options.gradAccumulation
+           << " asked for: run --lower-to-schedule for that batch";
   FailureOr<StepUnits> units = collectUnits(model);
   if (failed(units))
     return failure();
+  if (int64_t(programs.size()) != int64_t(units->roots.size()))
+    return mlir::emitError(model->getLoc())
+           << "estimate-memory: @" << model.getSymName() << " has "
+           << programs.size() << " parc.program ops for "
+           << units->roots.size()
+           << " pipeline stages: run --lower-to-schedule again";
   TpPlan tp = getTpPlan(model);
-  PpPlan pp = getPpPlan(model);
   SmallVector<int64_t> lateRoot = getLateRootGradientElements(model, tp.size);
 
   auto tokensOf = [&](NNModuleOp layer) {
     auto tag = getLayerTag(layer);
     return tag && StringRef(tag->first).starts_with("vision")
                ? options.imageTokens
-               : options.seqLen;
+               : seq;
   };
   llvm::DenseMap<Operation *, LayerActivations> activations;
   for (auto &stageUnits : units->layers)
     for (UnitFootprint &unit : stageUnits) {
       ForwardTrace trace =
-          ForwardTracer(options.microBatch, tokensOf(unit.layer),
-                        /*stopAtLayers=*/false, tp, hardware->kernels,
-                        unit.computeBytes)
+          ForwardTracer(batch, tokensOf(unit.layer), /*stopAtLayers=*/false,
+                        tp, hardware->kernels, unit.computeBytes)
               .trace(unit.layer.getForward());
       auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
       activations[unit.layer] = activationsOf(
           trace, remat ? remat.getValue() : "none", unit.computeBytes);
     }
-  int64_t computeBytes = units->roots.front().computeBytes;
-  ForwardTrace rootTrace =
-      ForwardTracer(options.microBatch, options.seqLen, /*stopAtLayers=*/true,
-                    tp, hardware->kernels, computeBytes)
-          .trace(cast<func::FuncOp>(
-              SymbolTable::lookupSymbolIn(model, "forward")));
-  // The logits path is counted as the loss spike, not as saved activations;
-  // the root's other saved tensors (the final norm's input, lm_head's) are
-  // held where the loss is, on the last stage.
-  int64_t logits = rootTrace.logitsElements;
-  int64_t rootSaved = activationsOf(rootTrace, "none", computeBytes).saved -
-                      rootTrace.softcaps * logits * computeBytes;
-  // Logits, softcap output and the fp32 log-softmax the loss keeps.
-  int64_t lossKept = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);
-  // What the loss holds only while the forward ends, and the fp32 logit
-  // gradients its backward holds beside what it keeps.
-  int64_t lossTransient = 0, lossGradients = logits * 4;
-  if (hardware->kernels.eagerLoss) {
-    // Eager: backward keeps each softcap's tanh and the fp32 log-softmax.
-    // The logits and each softcap's output are freed when the model's
-    // forward returns (the executor holds a module's values until then),
-    // with the fp32 copy cross-entropy makes of narrower logits.
-    lossKept = logits * (computeBytes * rootTrace.softcaps + 4);
-    lossTransient = logits * (computeBytes * (1 + rootTrace.softcaps) +
-                              (computeBytes != 4 ? 4 : 0));
-    // nll_loss's gradient and log_softmax's, both fp32, live together.
-    lossGradients = 2 * logits * 4;
-  }
+  LossBytes loss = getLossBytes(model, batch, seq, tp, hardware->kernels,
+                                units->roots.front().computeBytes);
 
   MemoryReport report;
   report.hardware = *hardware;
-  int64_t ranksPerStage = getFsdpShardCount(model) *
-                          std::max<int64_t>(1, getGridSize(model, kDpGridName)) *
-                          tp.size;
+  report.seqLen = seq;
+  report.microBatch = batch;
   // Above one micro-batch per step the sharded gradients accumulate through
   // the whole step.
-  bool accumulate = options.gradAccumulation > 1 || pp.microbatches > 1;
-  for (int64_t stage = 0; stage < pp.stages; ++stage) {
+  bool accumulate = microBatches > 1;
+  for (ProgramOp program : programs) {
+    int64_t stage = getProgramStage(program);
+    if (stage < 0 || stage >= int64_t(units->roots.size()))
+      return program.emitError()
+             << "estimate-memory: covers pp stage " << stage << " of "
+             << units->roots.size();
     RankMemory &rank = report.ranks.emplace_back();
-    rank.rankKind =
-        pp.isPipelined() ? "pp stage " + std::to_string(stage) : "fsdp";
-    rank.rankCount = ranksPerStage;
+    bool pipelined = units->roots.size() > 1;
+    rank.rankKind = pipelined ? "pp stage " + std::to_string(stage) : "fsdp";
+    rank.rankCount = program.getRanks();
     rank.layers = units->layers[stage].size();
-    rank.pipelined = pp.isPipelined();
-    Replay replay(rank);
-    MemoryBreakdown &live = replay.live;
+    rank.pipelined = pipelined;
     const UnitFootprint &root = units->roots[stage];
     ArrayRef<UnitFootprint> layers = units->layers[stage];
-    bool holdsTail = stage == pp.stages - 1;
-    // The root's unsharded gradients while the layers' backward runs, and
-    // the embedding's, which joins them at the end.
-    int64_t lateRootGradients = lateRoot[stage] * root.gradientBytes;
-
+    ProgramReplay replay(rank, root, layers, activations, loss,
+                         lateRoot[stage] * root.gradientBytes, accumulate);
     // What lives through the whole step.
+    MemoryBreakdown &live = replay.live;
     live.fixedOverhead = hardware->fixedOverheadBytes;
     live.shardedParameters += root.shardedParameters;
     live.optimizerState += root.optimizerState;
@@ -598,120 +853,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
         live.gradients += unit.shardedGradients;
     }
     replay.note("start of step");
-
-    std::vector<bool> gathered(layers.size(), false);
-    auto gather = [&](size_t index) {
-      if (!gathered[index]) {
-        gathered[index] = true;
-        live.unshardedParameters += layers[index].unshardedParameters;
-      }
-    };
-    auto release = [&](size_t index) {
-      if (gathered[index]) {
-        gathered[index] = false;
-        live.unshardedParameters -= layers[index].unshardedParameters;
-      }
-    };
-    // FSDP2 keeps the root gathered from its first forward to its backward;
-    // its unsharded gradients wait for the root's reduce-scatter at the end.
-    bool rootGathered = false, rootGradients = false;
-    for (const PipelineStep &step : pp.steps[stage]) {
-      std::string suffix =
-          pp.isPipelined()
-              ? " (micro-batch " + std::to_string(step.microBatch) + ")"
-              : "";
-      SmallVector<size_t> chunk;
-      for (auto [index, unit] : llvm::enumerate(layers))
-        if (unit.chunk == step.chunk)
-          chunk.push_back(index);
-      bool holdsLoss = holdsTail && step.chunk == pp.chunks - 1;
-      if (step.forward) {
-        if (!rootGathered) {
-          rootGathered = true;
-          live.unshardedParameters += root.unshardedParameters;
-          for (int64_t ahead = 0;
-               ahead < root.prefetch && ahead < int64_t(chunk.size()); ++ahead)
-            gather(chunk[ahead]);
-          replay.note("forward all-gather root" + suffix);
-        }
-        for (auto [pos, index] : llvm::enumerate(chunk)) {
-          const UnitFootprint &unit = layers[index];
-          for (int64_t ahead = 0; ahead <= unit.prefetch &&
-                                  pos + ahead < chunk.size();
-               ++ahead)
-            gather(chunk[pos + ahead]);
-          const LayerActivations &acts = activations[unit.layer];
-          live.recomputeWorkingSet += acts.working;
-          replay.note("forward " + unit.path + suffix);
-          live.recomputeWorkingSet -= acts.working;
-          live.savedActivations += acts.saved;
-          if (unit.reshardAfterForward)
-            release(index);
-        }
-        if (holdsLoss) {
-          live.savedActivations += rootSaved;
-          live.logitsAndLoss += lossKept + lossTransient;
-          replay.note("forward loss" + suffix);
-          live.logitsAndLoss -= lossTransient;
-        }
-        continue;
-      }
-      auto holdRootGradients = [&] {
-        if (!rootGradients) {
-          rootGradients = true;
-          live.gradients += root.unshardedGradients - lateRootGradients;
-        }
-      };
-      if (holdsLoss) {
-        // Backward of the loss: the fp32 gradient of the logits joins
-        // them; lm_head's backward then holds the logits gradient in the
-        // compute dtype.
-        live.logitsAndLoss += lossGradients;
-        replay.note("backward loss" + suffix);
-        holdRootGradients();
-        live.logitsAndLoss += logits * computeBytes - lossKept - lossGradients;
-        // The root's gradients but the embedding's (which comes last).
-        int64_t transient = accumulate ? root.accumulationTransient : 0;
-        live.recomputeWorkingSet += transient;
-        replay.note("backward lm_head" + suffix);
-        live.recomputeWorkingSet -= transient;
-        live.logitsAndLoss -= logits * computeBytes;
-        live.savedActivations -= rootSaved;
-      }
-      holdRootGradients();
-      for (size_t pos = chunk.size(); pos-- > 0;) {
-        const UnitFootprint &unit = layers[chunk[pos]];
-        for (int64_t behind = 0;
-             behind <= unit.prefetch && behind <= int64_t(pos); ++behind)
-          gather(chunk[pos - behind]);
-        const LayerActivations &acts = activations[unit.layer];
-        // The unit's backward frees its saved activations as it produces
-        // its gradients: the layer starts with all of the former and none
-        // of the latter, and ends the other way round. Charging both at
-        // once would be the sum of maxima the replay exists to avoid.
-        int64_t transient = accumulate ? unit.accumulationTransient : 0;
-        live.recomputeWorkingSet += acts.recomputed + acts.working + transient;
-        replay.note("backward " + unit.path + suffix);
-        live.recomputeWorkingSet -= acts.recomputed + acts.working + transient;
-        live.savedActivations -= acts.saved;
-        live.gradients += unit.unshardedGradients;
-        if (!accumulate)
-          live.gradients += unit.shardedGradients;
-        replay.note("reduce-scatter " + unit.path + suffix);
-        live.gradients -= unit.unshardedGradients;
-        release(chunk[pos]);
-      }
-    }
-    if (rootGradients)
-      live.gradients += lateRootGradients;
-    if (!accumulate)
-      live.gradients += root.shardedGradients;
-    replay.note("reduce-scatter root");
-    if (rootGradients)
-      live.gradients -= root.unshardedGradients;
-    if (rootGathered)
-      live.unshardedParameters -= root.unshardedParameters;
-    replay.note("optimizer step");
+    replay.run(program);
   }
   for (size_t index = 1; index < report.ranks.size(); ++index)
     if (report.ranks[index].peakBytes > report.ranks[report.peakRank].peakBytes)
@@ -766,9 +908,9 @@ void mlir::parc::recordPrediction(ModelOp model, const MemoryReport &report,
                  b.getStringAttr(report.ranks[report.peakRank].peakPhase));
   model->setAttr("parc.predicted_fits", b.getBoolAttr(report.fits()));
   model->setAttr("parc.predicted_hardware", b.getStringAttr(options.hardware));
-  model->setAttr("parc.predicted_seq_len", b.getI64IntegerAttr(options.seqLen));
+  model->setAttr("parc.predicted_seq_len", b.getI64IntegerAttr(report.seqLen));
   model->setAttr("parc.predicted_micro_batch",
-                 b.getI64IntegerAttr(options.microBatch));
+                 b.getI64IntegerAttr(report.microBatch));
   // One rank kind per pipeline stage, in stage order.
   if (report.ranks.size() > 1) {
     SmallVector<int64_t> peaks;

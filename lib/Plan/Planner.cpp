@@ -41,7 +41,8 @@ using namespace mlir;
 using namespace mlir::parc;
 
 void mlir::parc::buildPlanPipeline(OpPassManager &pm,
-                                   const PlanRequest &request) {
+                                   const PlanRequest &request,
+                                   StringRef hardwareDir) {
   DiscoverLayersOptions discover;
   discover.stackPaths.assign(request.stacks.begin(), request.stacks.end());
   pm.addPass(createDiscoverLayers(discover));
@@ -89,6 +90,8 @@ void mlir::parc::buildPlanPipeline(OpPassManager &pm,
   lower.microBatch = request.microBatchSize;
   // With a pipeline the micro-batches are the schedule's.
   lower.gradAccumulation = request.pp > 1 ? 1 : request.gradAccumulation;
+  lower.hardware = request.hardware;
+  lower.hardwareDir = hardwareDir.str();
   pm.addPass(createLowerToSchedule(lower));
 }
 
@@ -361,7 +364,7 @@ void plan(const PlanInvocation &invocation, MLIRContext *context,
   outcome.model = summary;
 
   PassManager pm(context, ModuleOp::getOperationName());
-  buildPlanPipeline(pm, *request);
+  buildPlanPipeline(pm, *request, invocation.hardwareDir);
   llvm::raw_string_ostream pipeline(outcome.pipeline);
   pm.printAsTextualPipeline(pipeline);
 

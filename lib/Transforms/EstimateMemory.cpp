@@ -16,14 +16,20 @@ struct EstimateMemoryPass
   using Base::Base;
 
   void runOnOperation() override {
+    // The replay is of the programs; a batch given here must be theirs.
     MemoryOptions options;
     options.hardware = hardware;
     options.hardwareDir = hardwareDir;
-    options.seqLen = seqLen;
-    options.microBatch = microBatch;
-    options.gradAccumulation = gradAccumulation;
+    options.seqLen = seqLen.hasValue() ? int64_t(seqLen) : 0;
+    options.microBatch = microBatch.hasValue() ? int64_t(microBatch) : 0;
+    options.gradAccumulation =
+        gradAccumulation.hasValue() ? int64_t(gradAccumulation) : 0;
     options.imageTokens = imageTokens;
+    LowerToScheduleOptions lower{seqLen,      microBatch, gradAccumulation,
+                                 imageTokens, hardware,   hardwareDir};
     for (ModelOp model : getOperation().getOps<ModelOp>()) {
+      if (failed(ensureLowered(model, lower)))
+        return signalPassFailure();
       FailureOr<MemoryReport> report = estimateMemory(model, options);
       if (failed(report))
         return signalPassFailure();

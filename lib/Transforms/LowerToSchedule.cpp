@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "parc/Analysis/ForwardWalk.h"
+#include "parc/Analysis/HardwareProfile.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/MemoryEstimate.h"
 #include "parc/Analysis/Parallelism.h"
@@ -163,7 +164,7 @@ struct UnitPart {
   int64_t gradElements = 0;   // unsharded, its trainable parameters
   int64_t prefetch = 1;
   bool reshardAfterForward = true;
-  Type compute, reduce;
+  Type compute, master, reduce;
 };
 
 /// One layer as the programs see it.
@@ -236,11 +237,12 @@ LogicalResult checkSchedule(ModelOp model, int64_t stage,
 
 struct PlanReader {
   PlanReader(ModelOp model, int64_t seq, int64_t mbs, int64_t gradAccum,
-             int64_t imageTokens)
+             int64_t imageTokens, KernelProfile kernels)
       : model(model), seq(seq), mbs(mbs), gradAccum(gradAccum),
-        imageTokens(imageTokens) {}
+        imageTokens(imageTokens), kernels(kernels) {}
   ModelOp model;
   int64_t seq, mbs, gradAccum, imageTokens;
+  KernelProfile kernels;
 
   InFlightDiagnostic error() {
     InFlightDiagnostic diag = mlir::emitError(model->getLoc());
@@ -276,10 +278,10 @@ struct PlanReader {
     TpPlan tp = getTpPlan(model);
     plan.tpSize = tp.size;
     plan.sequenceParallel = tp.sequenceParallel;
-    if (tp.size > 1 && getGridSize(model, kTpGridName) != tp.size)
+    int64_t tpGrid = getGridSize(model, kTpGridName);
+    if ((tp.size > 1 || tpGrid > 1) && tpGrid != tp.size)
       return error() << "parc.tp_size = " << tp.size << " but shard.grid @"
-                     << kTpGridName << " has "
-                     << getGridSize(model, kTpGridName)
+                     << kTpGridName << " has " << tpGrid
                      << " ranks: run --apply-tp again";
     bool hasPlan = model->hasAttr(kPpPlanAttrName),
          hasSchedule = model->hasAttr(kPpScheduleAttrName);
@@ -321,9 +323,8 @@ struct PlanReader {
       }
     }
     plan.dpSize = std::max<int64_t>(1, getGridSize(model, kDpGridName));
-    for (auto grid : model.getBody()->getOps<shard::GridOp>())
-      for (int64_t extent : grid.getShape())
-        plan.world *= extent;
+    // The ranks the plan's axes span (a grid no plan uses adds none).
+    plan.world = plan.shards * plan.dpSize * plan.tpSize * plan.stages;
     return success();
   }
 
@@ -367,8 +368,9 @@ struct PlanReader {
       auto tag = getLayerTag(layer);
       step.tokens = tag && tag->first.starts_with("vision") ? imageTokens : seq;
       if (step.tokens > 0) {
-        LayerActivationBytes acts = estimateLayerActivations(
-            layer, step.remat, mbs, step.tokens, elementBytes);
+        LayerActivationBytes acts =
+            estimateLayerActivations(layer, step.remat, mbs, step.tokens,
+                                     elementBytes, getTpPlan(model), kernels);
         step.savedBytes = acts.saved;
         step.recomputedBytes = acts.recomputed;
       }
@@ -445,6 +447,7 @@ struct PlanReader {
       unit.prefetch = unitOp.getPrefetch();
       unit.reshardAfterForward = unitOp.getReshardAfterForward();
       unit.compute = unitOp.getComputeDtype();
+      unit.master = unitOp.getMasterDtype();
       unit.reduce = unitOp.getReduceDtype();
       if (!layer)
         for (UnitPart &root : plan.roots)
@@ -534,9 +537,11 @@ public:
 
   void write() {
     // The shards this rank holds, in the compute dtype the gathers move.
-    if (plan.shards > 1) {
-      for (UnitState &unit : llvm::concat<UnitState>(
-               llvm::MutableArrayRef(&root, 1), units))
+    // One shard in another dtype is still gathered: the gather is the
+    // compute-dtype copy the forward runs on (over a group of one).
+    for (UnitState &unit :
+         llvm::concat<UnitState>(llvm::MutableArrayRef(&root, 1), units)) {
+      if (plan.shards > 1 || unit.part->compute != unit.part->master)
         if (unit.part->gatherElements > 0)
           unit.shard = buffer(BufferKind::ParamShard, unit.part->path,
                               std::nullopt,
@@ -828,54 +833,69 @@ private:
   std::map<std::pair<size_t, int64_t>, Value> saved;
 };
 
+LogicalResult lowerModel(ModelOp model, const LowerToScheduleOptions &options) {
+  FailureOr<HardwareProfile> hardware = loadHardwareProfile(
+      options.hardware, options.hardwareDir, model.getLoc());
+  if (failed(hardware))
+    return failure();
+  PlanReader reader(model, options.seqLen, options.microBatch,
+                    options.gradAccumulation, options.imageTokens,
+                    hardware->kernels);
+  FailureOr<SchedulePlan> plan = reader.read();
+  if (failed(plan))
+    return failure();
+  for (Operation &op : llvm::make_early_inc_range(*model.getBody()))
+    if (isa<ProgramOp>(op))
+      op.erase();
+
+  OpBuilder b = OpBuilder::atBlockEnd(model.getBody());
+  Location loc = model.getLoc();
+  InFlightDiagnostic remark = mlir::emitRemark(loc);
+  remark << "lower-to-schedule: " << plan->stages << " program"
+         << (plan->stages > 1 ? "s" : "") << " for " << plan->world
+         << " ranks:";
+  for (int64_t stage = 0; stage < plan->stages; ++stage) {
+    bool pipelined = plan->stages > 1;
+    SmallVector<NamedAttribute> covers;
+    if (pipelined)
+      covers.push_back(
+          b.getNamedAttr(kPpGridName, b.getDenseI64ArrayAttr({stage})));
+    std::string name =
+        pipelined ? "stage_" + std::to_string(stage) : "all_ranks";
+    auto program = ProgramOp::create(
+        b, loc, b.getStringAttr(name),
+        b.getI64IntegerAttr(plan->world / plan->stages),
+        b.getDictionaryAttr(covers), b.getI64IntegerAttr(plan->microBatches),
+        b.getI64IntegerAttr(plan->mbs), b.getI64IntegerAttr(plan->seq));
+    OpBuilder body =
+        OpBuilder::atBlockEnd(&program.getBodyRegion().emplaceBlock());
+    ProgramWriter(*plan, reader, stage, body, loc).write();
+    remark << " @" << name << " " << program.getBody()->getOperations().size()
+           << " steps" << (stage + 1 < plan->stages ? "," : "");
+  }
+  return success();
+}
+
 struct LowerToSchedulePass
     : public impl::LowerToScheduleBase<LowerToSchedulePass> {
   using Base::Base;
 
   void runOnOperation() override {
+    LowerToScheduleOptions options{seqLen,      microBatch, gradAccumulation,
+                                   imageTokens, hardware,   hardwareDir};
     for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(lower(model)))
+      if (failed(lowerModel(model, options)))
         return signalPassFailure();
-  }
-
-  LogicalResult lower(ModelOp model) {
-    PlanReader reader(model, seqLen, microBatch, gradAccumulation, imageTokens);
-    FailureOr<SchedulePlan> plan = reader.read();
-    if (failed(plan))
-      return failure();
-    for (Operation &op : llvm::make_early_inc_range(*model.getBody()))
-      if (isa<ProgramOp>(op))
-        op.erase();
-
-    OpBuilder b = OpBuilder::atBlockEnd(model.getBody());
-    Location loc = model.getLoc();
-    InFlightDiagnostic remark = mlir::emitRemark(loc);
-    remark << "lower-to-schedule: " << plan->stages << " program"
-           << (plan->stages > 1 ? "s" : "") << " for " << plan->world
-           << " ranks:";
-    for (int64_t stage = 0; stage < plan->stages; ++stage) {
-      bool pipelined = plan->stages > 1;
-      SmallVector<NamedAttribute> covers;
-      if (pipelined)
-        covers.push_back(b.getNamedAttr(
-            kPpGridName, b.getDenseI64ArrayAttr({stage})));
-      std::string name =
-          pipelined ? "stage_" + std::to_string(stage) : "all_ranks";
-      auto program = ProgramOp::create(
-          b, loc, b.getStringAttr(name),
-          b.getI64IntegerAttr(plan->world / plan->stages),
-          b.getDictionaryAttr(covers), b.getI64IntegerAttr(plan->microBatches),
-          b.getI64IntegerAttr(plan->mbs), b.getI64IntegerAttr(plan->seq));
-      OpBuilder body =
-          OpBuilder::atBlockEnd(&program.getBodyRegion().emplaceBlock());
-      ProgramWriter(*plan, reader, stage, body, loc).write();
-      remark << " @" << name << " "
-             << program.getBody()->getOperations().size() << " steps"
-             << (stage + 1 < plan->stages ? "," : "");
-    }
-    return success();
   }
 };
 
 } // namespace
+
+LogicalResult ensureLowered(ModelOp model,
+                            const LowerToScheduleOptions &options) {
+  if (!model.getBody()->getOps<ProgramOp>().empty())
+    return success();
+  return lowerModel(model, options);
+}
+
 } // namespace mlir::parc

@@ -1,7 +1,7 @@
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1" 2>/dev/null | FileCheck %s
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-remat=mode=full "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1" 2>/dev/null | FileCheck %s --check-prefix=FULL
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=2 compute-dtype=f32 master-dtype=f32 reduce-dtype=f32 optim-dtype=f32" "--estimate-memory=hardware=cpu seq=8 mbs=1 grad-accum=4" 2>/dev/null | FileCheck %s --check-prefix=ACCUM
-// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 | sed 's/shard.grid @fsdp(shape = 2)/&\n  shard.grid @tp(shape = 4)/' | parc-opt "--estimate-memory=hardware=cpu seq=8" 2>/dev/null | FileCheck %s --check-prefix=GRIDS
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 | sed 's/shard.grid @fsdp(shape = 2)/&\n  shard.grid @tp(shape = 4)/' | not parc-opt "--estimate-memory=hardware=cpu seq=8" 2>&1 | FileCheck %s --check-prefix=GRIDS
 // RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --estimate-memory=hardware=cpu 2>&1 | FileCheck %s --check-prefix=NO-PLAN
 // RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 --estimate-memory=hardware=tpu-v9 2>&1 | FileCheck %s --check-prefix=HARDWARE
 
@@ -40,9 +40,9 @@
 // With gradient accumulation the sharded gradients live all step.
 // ACCUM: gradients {{.*}} 14528 bytes
 
-// Rank counts come from the fsdp grid, not from whichever grid is last.
-// GRIDS: memory per rank (fsdp, 2 ranks)
+// A grid no plan uses is refused rather than counted as ranks.
+// GRIDS: error: lower-to-schedule: parc.tp_size = 1 but shard.grid @tp has 4 ranks: run --apply-tp again
 
-// NO-PLAN: error: estimate-memory needs an FSDP plan: run --apply-fsdp (with shards=1 for a single rank)
+// NO-PLAN: error: lower-to-schedule: @tiny has no FSDP plan: run --apply-fsdp first (shards=1 for unsharded parameters)
 // HARDWARE: error: unknown hardware profile 'tpu-v9'
 // HARDWARE-SAME: a100-80gb, b200-192gb, cpu, h100-80gb, h200-141gb

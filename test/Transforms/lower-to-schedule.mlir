@@ -122,22 +122,32 @@
 
 // Interleaved 1F1B, 2 stages x 2 chunks: stage 1 holds layers 1 (chunk 0)
 // and 3 (chunk 1); chunk 0 sends on to stage 0's chunk 1, chunk 1 ends in
-// the loss. FSDP 1 needs no gathers.
+// the loss. FSDP 1 of f32 master weights computing in bf16 still gathers,
+// over a group of one: the gather is the bf16 copy the forward runs on.
 // INTERLEAVED: remark: lower-to-schedule: 2 programs for 2 ranks
 // INTERLEAVED-LABEL: parc.program @stage_1 ranks 1 covers {pp = array<i64: 1>} micro_batches 2 batch 1 seq 8 {
+// INTERLEAVED-NEXT: parc.buffer param_shard "" : tensor<1600xbf16>
+// INTERLEAVED-NEXT: parc.buffer param_shard "model.layers.1" : tensor<1232xbf16>
+// INTERLEAVED-NEXT: parc.buffer param_shard "model.layers.3" : tensor<1232xbf16>
 // INTERLEAVED-NEXT: parc.buffer activation "model.layers.1" micro_batch 0
 // INTERLEAVED-NEXT: shard.recv {{.*}} source = [0]
+// INTERLEAVED-NEXT: shard.all_gather %{{.*}} on @fsdp grid_axes = [0] gather_axis = 0 : tensor<1600xbf16> -> tensor<1600xbf16>
+// INTERLEAVED-NEXT: shard.all_gather
 // INTERLEAVED-NEXT: parc.forward_step "model.layers.1" micro_batch 0
 // INTERLEAVED-NEXT: parc.save "model.layers.1" micro_batch 0 : tensor<2400xi8>
+// INTERLEAVED-NEXT: parc.free
 // INTERLEAVED-NEXT: parc.buffer activation "model.layers.1" micro_batch 0
 // INTERLEAVED-NEXT: shard.send {{.*}} destination = [0]
 // INTERLEAVED: parc.forward_step "model.layers.3" micro_batch 0 chunk 1
 // INTERLEAVED-NEXT: parc.save "model.layers.3" micro_batch 0 chunk 1
+// INTERLEAVED-NEXT: parc.free
 // INTERLEAVED-NEXT: parc.forward_step "" part "tail" micro_batch 0
 // INTERLEAVED-NEXT: parc.backward_step "" part "tail" micro_batch 0
+// INTERLEAVED-NEXT: shard.all_gather
 // INTERLEAVED-NEXT: parc.backward_step "model.layers.3" micro_batch 0 chunk 1
-// INTERLEAVED-NOT: shard.all_gather
-// (1600 + 2 x 1232) unsharded.
+// One shard: no gradient to reduce-scatter; the optimizer updates all
+// (1600 + 2 x 1232) parameters.
+// INTERLEAVED-NOT: shard.reduce_scatter
 // INTERLEAVED: parc.optimizer_step params 4064
 
 // TP 2 x FSDP 2: q stays replicated (no linear consumes the attention), up

@@ -57,7 +57,8 @@ struct HardwareProfile {
 /// (`<bin>/../share/parc/hardware`); `argv0` locates the tool.
 std::string getDefaultHardwareDir(const char *argv0 = nullptr);
 
-/// Loads `dir/name.json`; an unknown name is an error that lists the profiles
+/// Loads `dir/name.json` (an empty `dir`: getDefaultHardwareDir()); an
+/// unknown name is an error that lists the profiles
 /// found in `dir`, a malformed file one that names the file, line and key.
 FailureOr<HardwareProfile> loadHardwareProfile(StringRef name, StringRef dir,
                                                Location loc);

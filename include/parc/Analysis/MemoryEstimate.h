@@ -1,7 +1,7 @@
 //===- MemoryEstimate.h - per-rank peak memory of a plan --------*- C++ -*-===//
 //
-// Replays one training step of a planned model (after --discover-layers,
-// --apply-remat and --apply-fsdp) as allocations and frees in schedule order
+// Replays the parc.program of each rank kind (what --lower-to-schedule
+// writes and parc-run executes) as allocations and frees in program order
 // and reports the true peak per rank kind. --estimate-memory prints this
 // report; parc-plan renders it as text or JSON.
 //
@@ -12,6 +12,7 @@
 
 #include "Parc/IR/ParcOps.h"
 #include "parc/Analysis/HardwareProfile.h"
+#include "parc/Analysis/Parallelism.h"
 
 #include <string>
 #include <vector>
@@ -56,20 +57,26 @@ struct RankMemory {
   std::vector<MemorySample> timeline;
 };
 
+/// The batch is the programs': seq, mbs and grad-accum here are what the
+/// caller expects them to be (0: whatever the programs say), and a program
+/// that disagrees is refused rather than replayed for another batch.
 struct MemoryOptions {
   std::string hardware = "h100-80gb";
   std::string hardwareDir; // empty: getDefaultHardwareDir()
-  int64_t seqLen = 4096;
-  int64_t microBatch = 1;
+  int64_t seqLen = 0;
+  int64_t microBatch = 0;
   /// Micro-batches per optimizer step; above 1 the sharded gradients live
   /// through the whole step.
-  int64_t gradAccumulation = 1;
+  int64_t gradAccumulation = 0;
   /// Image tokens per sample entering the vision tower (0: text-only).
   int64_t imageTokens = 0;
 };
 
 struct MemoryReport {
   HardwareProfile hardware;
+  /// The batch the programs train on: micro-batches of `microBatch`
+  /// sequences of `seqLen` tokens.
+  int64_t seqLen = 0, microBatch = 0;
   std::vector<RankMemory> ranks;
   /// Index into `ranks` of the most loaded rank kind.
   size_t peakRank = 0;
@@ -83,17 +90,22 @@ struct MemoryReport {
   void print(llvm::raw_ostream &os) const;
 };
 
-/// Activation bytes one layer keeps for backward (`saved`) and rebuilds in
-/// backward (`recomputed`) under a remat decision ("none", "full",
-/// "selective"), with its op graph traced at `batch` x `tokens` and
-/// activations of `elementBytes` each.
+/// Activation bytes one layer keeps for backward (`saved`), rebuilds in
+/// backward (`recomputed`) and holds transiently while one op runs
+/// (`working`) under a remat decision ("none", "full", "selective"), with
+/// its op graph traced at `batch` x `tokens`, activations of `elementBytes`
+/// each, on one rank of `tp` and with the kernels of a hardware profile.
+/// The lowering writes `saved` and `recomputed` into the program; the
+/// replay reads them back from there.
 struct LayerActivationBytes {
-  int64_t saved = 0, recomputed = 0;
+  int64_t saved = 0, recomputed = 0, working = 0;
 };
 LayerActivationBytes estimateLayerActivations(NNModuleOp layer,
                                               llvm::StringRef remat,
                                               int64_t batch, int64_t tokens,
-                                              int64_t elementBytes);
+                                              int64_t elementBytes,
+                                              TpPlan tp = {},
+                                              KernelProfile kernels = {});
 
 /// Records the prediction on the model (parc.predicted_peak_bytes,
 /// _peak_phase, _fits, _hardware, _seq_len, _micro_batch), where plan.bin
@@ -101,8 +113,9 @@ LayerActivationBytes estimateLayerActivations(NNModuleOp layer,
 void recordPrediction(ModelOp model, const MemoryReport &report,
                       const MemoryOptions &options);
 
-/// Estimates the memory of `model`'s plan; errors (no FSDP units, unknown
-/// hardware) are emitted on the model.
+/// Estimates the memory of `model`'s plan by replaying its parc.program ops
+/// (--lower-to-schedule); errors (no programs, a program for another batch,
+/// unknown hardware) are emitted on the model or the program.
 FailureOr<MemoryReport> estimateMemory(ModelOp model,
                                        const MemoryOptions &options);
 

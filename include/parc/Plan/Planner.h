@@ -50,8 +50,11 @@ struct PlanInvocation {
 };
 
 /// Adds the passes `request` asks for to `pm`, in the order torchtitan
-/// applies them: discover layers, remat, FSDP.
-void buildPlanPipeline(OpPassManager &pm, const PlanRequest &request);
+/// applies them: discover layers, remat, FSDP; then the lowering to the
+/// per-rank programs, with the kernels of the hardware profile in
+/// `hardwareDir` (empty: the one next to the tool).
+void buildPlanPipeline(OpPassManager &pm, const PlanRequest &request,
+                       llvm::StringRef hardwareDir = "");
 
 /// Runs parc-plan: writes the report (or the JSON document) to `out` and, in
 /// text mode, diagnostics to `err`. Returns a PlanExitCode.

@@ -21,6 +21,13 @@ namespace mlir::parc {
 /// plans what `--discover-layers --apply-remat --apply-fsdp` plans).
 LogicalResult ensureLayersDiscovered(ModelOp model);
 
+/// Runs --lower-to-schedule on `model` with `options` unless it has
+/// parc.program ops already: the analyses replay programs, and a model
+/// planned under parc-opt without the lowering gets one for the batch the
+/// analysis was asked about.
+LogicalResult ensureLowered(ModelOp model,
+                            const LowerToScheduleOptions &options);
+
 } // namespace mlir::parc
 
 #endif // PARC_TRANSFORMS_PASSES_H

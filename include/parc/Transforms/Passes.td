@@ -112,11 +112,15 @@ def ApplyFsdp : Pass<"apply-fsdp", "::mlir::ModuleOp"> {
 def EstimateMemory : Pass<"estimate-memory", "::mlir::ModuleOp"> {
   let summary = "Replay a training step per rank and report peak memory";
   let description = [{
-    Replays the allocations and frees of one training step in schedule order
-    (forward per unit: all-gather, compute, save or drop activations,
-    reshard; backward in reverse: all-gather, recompute, gradients,
-    reduce-scatter; optimizer step) and reports the true peak, when it
-    happens and what it is made of, against a hardware profile. Prints the
+    Replays the `parc.program` of each rank kind op by op: its all-gathers
+    and frees of FSDP units, saved activations and their frees, recomputes,
+    forwards and backwards (with the working set, loss and gradients each
+    holds), reduce-scatters and the optimizer step. It reports the true
+    peak, when it happens and what it is made of, against a hardware
+    profile. A model without programs is lowered first
+    (--lower-to-schedule with this pass's seq, mbs and grad-accum); a
+    program lowered for another batch than an explicit seq, mbs or
+    grad-accum is refused. Prints the
     report and records `parc.predicted_peak_bytes`, `parc.predicted_peak_phase`
     and `parc.predicted_fits` on the model.
   }];
@@ -293,6 +297,12 @@ def LowerToSchedule : Pass<"lower-to-schedule", "::mlir::ModuleOp"> {
     `parc.buffer`s of the exact size; collectives over an axis of size 1 are
     omitted. docs/schedule.md lists the vocabulary.
 
+    The bytes a `parc.save` keeps are what the layer's ops save on one TP
+    rank with the kernels of `hardware` (flash or eager attention, fused or
+    eager norms): --estimate-memory replays these programs and reads them
+    back. --estimate-memory and --estimate-cost lower a model that has no
+    programs yet with their own seq, mbs and grad-accum.
+
     Needs --discover-layers and --apply-fsdp (shards=1 for none); refuses
     attributes that disagree (a pipeline schedule that misses or repeats a
     micro-batch, a layer on no stage, a grid whose size disagrees with its
@@ -311,7 +321,11 @@ def LowerToSchedule : Pass<"lower-to-schedule", "::mlir::ModuleOp"> {
     Option<"gradAccumulation", "grad-accum", "int64_t", /*default=*/"1",
            "Micro-batches per optimizer step without a pipeline">,
     Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
-           "Image tokens per sample entering a vision stack">
+           "Image tokens per sample entering a vision stack">,
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-80gb\"",
+           "Hardware profile whose kernels decide what a forward saves">,
+    Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",
+           "Directory of hardware profiles (default: next to the tool)">
   ];
 }
 
