@@ -19,6 +19,8 @@
 #include "parc/Analysis/FsdpUnits.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/ProgramTimeline.h"
+#include "parc/Analysis/Programs.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -262,149 +264,6 @@ private:
   FlopCount result;
 };
 
-/// One FSDP unit (or a stage's part of the root) as the cost model sees it,
-/// per rank.
-struct UnitCost : FsdpUnitPlace {
-  double gatherBytes = 0;    // unsharded, compute dtype
-  double reduceBytes = 0;    // unsharded gradients, reduce dtype
-  double optimizerBytes = 0; // AdamW traffic over this rank's shard
-  FlopCount flops;           // one micro-batch, on one TP rank
-  /// TP collectives on the critical path of one micro-batch: the forward's,
-  /// their conjugates in backward, and the forward's again under full
-  /// recompute.
-  double tpForwardSeconds = 0, tpBackwardSeconds = 0;
-  double tpBytes = 0;
-};
-
-UnitCost getUnitCost(const FsdpUnitSize &size, int64_t shards) {
-  UnitCost unit;
-  static_cast<FsdpUnitPlace &>(unit) = size;
-  unit.gatherBytes = double(size.elements) * double(size.computeBytes);
-  unit.reduceBytes = double(size.trainableElements) * double(size.reduceBytes);
-  // AdamW reads the parameter, its gradient and both moments and writes the
-  // parameter and both moments back.
-  unit.optimizerBytes = double(size.trainableElements) / double(shards) *
-                        double(3 * size.masterBytes + 4 * size.optimBytes);
-  return unit;
-}
-
-/// Bytes per token of the TP collectives `--apply-tp` recorded, by kind.
-struct TpTraffic {
-  double allReduce = 0, gatherOrScatter = 0;
-};
-
-/// The communication stream: collectives run one after another in the
-/// order they are issued, each from when it is issued.
-struct CommStream {
-  double free = 0, busy = 0;
-  /// Where to record each collective; null for nowhere.
-  std::vector<TimedStep> *timeline = nullptr;
-  double issue(double ready, double seconds, StringRef name = "",
-               double bytes = 0) {
-    double start = std::max(ready, free);
-    free = start + seconds;
-    busy += seconds;
-    if (timeline) {
-      TimedStep step;
-      step.name = name.str();
-      step.stream = TimedStep::Communication;
-      step.start = start;
-      step.duration = seconds;
-      step.issued = ready;
-      step.bytes = bytes;
-      timeline->push_back(std::move(step));
-    }
-    return free;
-  }
-};
-
-/// One micro-batch of the FSDP step on two streams; returns its length.
-/// Forward: unit i's pre-forward (when the previous unit's compute ends)
-/// all-gathers i .. i + prefetch not yet gathered, and its compute waits for
-/// its own all-gather (and the root's). The root's own compute (final norm,
-/// lm_head, loss and their backward) runs after the last layer. Backward in
-/// reverse: the pre-backward all-gathers again the resharded units i ..
-/// i - prefetch, the compute (recompute + backward) waits for it, and the
-/// reduce-scatter is issued when it ends; the root reduce-scatters last.
-double simulateMicroBatch(ArrayRef<UnitCost> units,
-                          llvm::function_ref<double(double)> commSeconds,
-                          double achievedFlops,
-                          std::vector<TimedStep> *timeline = nullptr) {
-  size_t n = units.size();
-  CommStream comm;
-  comm.timeline = timeline;
-  std::vector<double> gathered(n, -1), regathered(n, -1);
-  double t = 0;
-  auto seconds = [&](double flops) { return flops / achievedFlops; };
-  // Records compute [start, end) under `name`; the replay's own arithmetic
-  // is left as it is.
-  auto compute = [&](std::string name, double start, double end, double flops) {
-    if (!timeline)
-      return;
-    TimedStep step;
-    step.name = std::move(name);
-    step.start = start;
-    step.duration = end - start;
-    step.flops = flops;
-    timeline->push_back(std::move(step));
-  };
-  auto nameOf = [&](size_t k) {
-    return units[k].layer ? units[k].path : std::string("root");
-  };
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t k = i; k <= i + size_t(units[i].prefetch) && k < n; ++k)
-      if (gathered[k] < 0)
-        gathered[k] =
-            comm.issue(t, commSeconds(units[k].gatherBytes),
-                       "all-gather " + nameOf(k), units[k].gatherBytes);
-    if (i == 0)
-      continue;
-    t = std::max({t, gathered[i], gathered[0]});
-    double start = t;
-    t += seconds(units[i].flops.forward) + units[i].tpForwardSeconds;
-    compute("forward " + units[i].path, start, t, units[i].flops.forward);
-  }
-  t = std::max(t, gathered[0]);
-  {
-    const FlopCount &root = units[0].flops;
-    double start = t;
-    t += seconds(root.forward + root.backward + root.recompute) +
-         units[0].tpForwardSeconds + units[0].tpBackwardSeconds;
-    double split =
-        std::min(t, start + seconds(root.forward) + units[0].tpForwardSeconds);
-    compute("forward loss", start, split, root.forward);
-    compute("backward loss", split, t, root.backward + root.recompute);
-  }
-  for (size_t i = n; i-- > 1;) {
-    for (size_t k = i, ahead = 0; k >= 1 && ahead <= size_t(units[i].prefetch);
-         --k, ++ahead)
-      if (regathered[k] < 0)
-        regathered[k] =
-            units[k].reshardAfterForward
-                ? comm.issue(t, commSeconds(units[k].gatherBytes),
-                             "all-gather " + nameOf(k), units[k].gatherBytes)
-                : gathered[k];
-    t = std::max(t, regathered[i]);
-    double start = t;
-    t += seconds(units[i].flops.backward + units[i].flops.recompute) +
-         units[i].tpBackwardSeconds;
-    double split = start;
-    if (units[i].flops.recompute > 0) {
-      split = std::min(t, start + seconds(units[i].flops.recompute));
-      compute("recompute " + units[i].path, start, split,
-              units[i].flops.recompute);
-    }
-    compute("backward " + units[i].path, split, t, units[i].flops.backward);
-    if (units[i].reduceBytes > 0)
-      comm.issue(t, commSeconds(units[i].reduceBytes),
-                 "reduce-scatter " + units[i].path, units[i].reduceBytes);
-  }
-  if (units[0].reduceBytes > 0)
-    comm.issue(t, commSeconds(units[0].reduceBytes), "reduce-scatter root",
-               units[0].reduceBytes);
-  return std::max(t, comm.free);
-}
-
 } // namespace
 
 FlopCount mlir::parc::countLayerFlops(NNModuleOp layer, StringRef remat,
@@ -439,8 +298,8 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
       options.hardware, options.hardwareDir, model.getLoc());
   if (failed(hardware))
     return failure();
-  if (options.seqLen <= 0 || options.microBatch <= 0 ||
-      options.gradAccumulation <= 0 || options.imageTokens < 0 ||
+  if (options.seqLen < 0 || options.microBatch < 0 ||
+      options.gradAccumulation < 0 || options.imageTokens < 0 ||
       options.gpusPerNode < 0)
     return mlir::emitError(model->getLoc())
            << "estimate-cost needs positive seq, mbs and gradient "
@@ -468,39 +327,39 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
            << "hardware profile '" << hardware->name
            << "' needs positive FLOP/s and bandwidths for a cost estimate";
 
+  FailureOr<ProgramSet> set =
+      getPrograms(model, "estimate-cost", options.seqLen, options.microBatch,
+                  options.gradAccumulation);
+  if (failed(set))
+    return failure();
+  ArrayRef<ProgramOp> programs = set->programs;
+  int64_t seq = set->seq, batch = set->batch,
+          microBatches = set->microBatches;
+
   CostReport report;
   report.hardware = *hardware;
   report.options = options;
+  report.options.seqLen = seq;
+  report.options.microBatch = batch;
+  report.options.gradAccumulation = programs.size() == 1 ? microBatches : 1;
   FailureOr<FsdpUnitSizes> sizes = getFsdpUnitSizes(model, "estimate-cost");
   if (failed(sizes))
     return failure();
   report.ranks = sizes->shards;
   TpPlan tp = getTpPlan(model);
   PpPlan pp = getPpPlan(model);
-  int64_t stages = pp.stages;
+  int64_t stages = int64_t(programs.size());
   report.tpSize = tp.size;
   report.ppStages = stages;
   report.ppChunks = pp.chunks;
   report.ppSchedule = pp.schedule;
-  // One micro-batch per step of the schedule; without PP, grad accumulation.
-  int64_t microBatches =
-      pp.isPipelined() ? pp.microbatches : options.gradAccumulation;
   report.microBatches = microBatches;
-
-  SmallVector<UnitCost> roots;
-  SmallVector<SmallVector<UnitCost>> layers(stages);
-  for (const FsdpUnitSize &root : sizes->roots)
-    roots.push_back(getUnitCost(root, sizes->shards));
-  for (auto [stage, units] : llvm::enumerate(sizes->layers))
-    for (const FsdpUnitSize &unit : units)
-      layers[stage].push_back(getUnitCost(unit, sizes->shards));
 
   // FLOPs of one micro-batch: the root's own ops (the layers stopped at),
   // which also tells whether each layer's input needs a gradient, then
   // every layer at its stack's tokens under its remat decision. Under TP a
   // rank does 1/tp of them (the replicated norms are counted as split too).
-  FlopTracer rootTracer(options.microBatch, options.seqLen,
-                        /*stopAtLayers=*/true, "none");
+  FlopTracer rootTracer(batch, seq, /*stopAtLayers=*/true, "none");
   FlopCount rootFlops = rootTracer.trace(
       cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward")),
       /*argsRequireGrad=*/false);
@@ -514,7 +373,7 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
     auto tag = getLayerTag(layer);
     return tag && StringRef(tag->first).starts_with("vision")
                ? options.imageTokens
-               : options.seqLen;
+               : seq;
   };
   FlopCount modelMicro = rootFlops; // the whole model, one micro-batch
   auto scale = [](FlopCount flops, double factor) {
@@ -526,421 +385,148 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
     return flops;
   };
   double perTpRank = 1.0 / double(tp.size);
-  for (auto &stageUnits : layers)
-    for (UnitCost &unit : stageUnits) {
+  StepPricing pricing;
+  for (auto &stageUnits : sizes->layers)
+    for (const FsdpUnitSize &unit : stageUnits) {
       auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
       auto inputGrad = rootTracer.layerInputGrad.find(unit.layer);
       FlopCount flops = countLayerFlops(
-          unit.layer, remat ? remat.getValue() : "none", options.microBatch,
+          unit.layer, remat ? remat.getValue() : "none", batch,
           tokensOf(unit.layer),
           inputGrad == rootTracer.layerInputGrad.end() || inputGrad->second);
       modelMicro += flops;
-      unit.flops = scale(flops, perTpRank);
+      pricing.layers[unit.path] = scale(flops, perTpRank);
     }
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    FlopCount flops;
-    if (stage == 0)
-      flops += head;
-    if (stage == stages - 1)
-      flops += tail;
-    roots[stage].flops = scale(flops, perTpRank);
-  }
+  pricing.head = scale(head, perTpRank);
+  pricing.tail = scale(tail, perTpRank);
 
   int64_t gpusPerNode =
       options.gpusPerNode > 0 ? options.gpusPerNode : hardware->gpusPerNode;
-  // Ranks are laid out TP innermost, then FSDP, then PP (as torchtitan's
-  // device mesh): a group is intra-node when its span fits in a node.
+  // Ranks are laid out TP innermost, then FSDP, then the replicas, then PP
+  // (as torchtitan's device mesh): a group is intra-node when its span fits
+  // in a node.
   auto linkFor = [&](int64_t span, double &bandwidth, std::string &link) {
     bool intra = span <= gpusPerNode;
     link = intra ? "intra-node" : "inter-node";
     bandwidth =
         intra ? hardware->intraNodeBandwidth : hardware->interNodeBandwidth;
   };
+  report.dpReplicas = std::max<int64_t>(1, getGridSize(model, kDpGridName));
   linkFor(report.ranks * tp.size, report.bandwidth, report.link);
   linkFor(tp.size, report.tpBandwidth, report.tpLink);
-  double n = double(report.ranks);
-  auto commSeconds = [&](double bytes) {
-    return report.ranks > 1 ? (n - 1) / n * bytes / report.bandwidth : 0.0;
-  };
+  linkFor(report.ranks * tp.size * report.dpReplicas, report.dpBandwidth,
+          report.dpLink);
+  double tiedBandwidth = 0, p2pBandwidth = 0;
+  std::string tiedLink, p2pLink;
+  // Tied copies sit on the first and last stage: the furthest-apart ranks.
+  linkFor(report.ranks * tp.size * report.dpReplicas * stages, tiedBandwidth,
+          tiedLink);
+  linkFor(report.ranks * tp.size * report.dpReplicas * 2, p2pBandwidth,
+          p2pLink);
+  pricing.bandwidth[kFsdpGridName] = report.bandwidth;
+  pricing.bandwidth[kTpGridName] = report.tpBandwidth;
+  pricing.bandwidth[kDpGridName] = report.dpBandwidth;
+  pricing.bandwidth[kPpGridName] = tiedBandwidth;
+  pricing.bandwidth["p2p"] = p2pBandwidth;
+  pricing.groupSize[kFsdpGridName] = report.ranks;
+  pricing.groupSize[kTpGridName] = tp.size;
+  pricing.groupSize[kDpGridName] = report.dpReplicas;
+  pricing.groupSize[kPpGridName] = stages;
   report.peakFlops = hardware->bf16Flops;
   report.achievedFlops = hardware->bf16Flops * options.computeEfficiency;
+  pricing.achievedFlops = report.achievedFlops;
+  pricing.memoryBandwidth = hardware->memoryBandwidth;
+  // AdamW reads the parameter, its gradient and both moments and writes the
+  // parameter and both moments back.
+  const FsdpUnitSize &anyUnit = sizes->roots.front();
+  pricing.optimizerBytesPerElement =
+      double(3 * anyUnit.masterBytes + 4 * anyUnit.optimBytes);
+  // A fixed fraction hidden is taken off a timeline on which every FSDP
+  // collective blocks.
+  pricing.blocking = overlapFraction.has_value();
 
-  // TP collectives: a ring all-reduce moves 2 (t - 1) / t of the tensor
-  // through each link, an all-gather or reduce-scatter (t - 1) / t.
-  if (tp.size > 1) {
-    double t = double(tp.size);
-    llvm::DenseMap<Operation *, UnitCost *> unitOfLayer;
-    for (auto &stageUnits : layers)
-      for (UnitCost &unit : stageUnits)
-        unitOfLayer[unit.layer] = &unit;
-    model.walk([&](Operation *op) {
-      auto entries = op->getAttrOfType<ArrayAttr>("parc.tp_collectives");
-      if (!entries)
-        return;
-      NNModuleOp layer;
-      for (Operation *cur = op->getParentOp(); cur && !isa<ModelOp>(cur);
-           cur = cur->getParentOp())
-        if (auto module = dyn_cast<NNModuleOp>(cur); module && getLayerTag(module))
-          layer = module;
-      UnitCost *unit = layer ? unitOfLayer.lookup(layer)
-                             : &roots[isa<EmbeddingOp>(op) ? 0 : stages - 1];
-      if (!unit)
-        return;
-      double tokens = double(options.microBatch) *
-                      double(layer ? tokensOf(layer) : options.seqLen);
-      for (auto entry : entries.getAsRange<DictionaryAttr>()) {
-        double bytes =
-            double(entry.getAs<IntegerAttr>("bytes_per_token").getInt()) *
-            tokens;
-        bool allReduce = entry.getAs<StringAttr>("kind").getValue() ==
-                         "all_reduce";
-        double seconds = (allReduce ? 2 : 1) * (t - 1) / t * bytes /
-                         report.tpBandwidth;
-        unit->tpForwardSeconds += seconds;
-        unit->tpBackwardSeconds += seconds;
-        unit->tpBytes += 2 * bytes;
-        auto remat =
-            layer ? layer->getAttrOfType<StringAttr>("parc.remat") : nullptr;
-        if (remat && remat.getValue() == "full") {
-          unit->tpBackwardSeconds += seconds;
-          unit->tpBytes += bytes;
-        }
-      }
-    });
-  }
-
-  // One micro-batch of each stage on two streams (FSDP collectives
-  // overlapping compute), and the totals of one micro-batch.
-  struct StageMicro {
-    FlopCount flops;
-    double gatherBytes = 0, reduceBytes = 0, optimizerBytes = 0;
-    int64_t gathers = 0, reduces = 0;
-    double compute = 0, tpSeconds = 0, tpBytes = 0, seconds = 0;
-    std::vector<TimedStep> timeline;
-  };
-  std::vector<StageMicro> micro(stages);
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    SmallVector<UnitCost> units{roots[stage]};
-    llvm::append_range(units, layers[stage]);
-    StageMicro &m = micro[stage];
-    for (const UnitCost &unit : units) {
-      m.flops += unit.flops;
-      bool regather = unit.layer && unit.reshardAfterForward;
-      m.gatherBytes += unit.gatherBytes * (regather ? 2 : 1);
-      m.gathers += regather ? 2 : 1;
-      if (unit.reduceBytes > 0) {
-        m.reduceBytes += unit.reduceBytes;
-        ++m.reduces;
-      }
-      m.optimizerBytes += unit.optimizerBytes;
-      m.tpSeconds += unit.tpForwardSeconds + unit.tpBackwardSeconds;
-      m.tpBytes += unit.tpBytes;
+  FailureOr<std::vector<ProgramTime>> times =
+      simulatePrograms(programs, pricing);
+  if (failed(times))
+    return failure();
+  // What a fixed overlap fraction hides of each program's FSDP traffic.
+  std::vector<double> hidden(times->size(), 0);
+  for (auto [index, time] : llvm::enumerate(*times)) {
+    if (overlapFraction) {
+      double fsdp = time.allGather.seconds + time.reduceScatter.seconds;
+      hidden[index] = std::min(*overlapFraction * fsdp, time.compute);
     }
-    m.compute = m.flops.total() / report.achievedFlops + m.tpSeconds;
-    double comm = commSeconds(m.gatherBytes) + commSeconds(m.reduceBytes);
-    m.seconds = overlapFraction
-                    ? m.compute + comm - std::min(*overlapFraction * comm,
-                                                  m.compute)
-                    : simulateMicroBatch(units, commSeconds,
-                                         report.achievedFlops, &m.timeline);
+    double busy = time.compute + time.fsdpWait - hidden[index];
+    const ProgramTime &slowest = (*times)[report.slowestStage];
+    if (busy > slowest.compute + slowest.fsdpWait -
+                   hidden[report.slowestStage])
+      report.slowestStage = index;
   }
-
-  // The slowest stage sets the per-rank totals the report shows.
-  for (int64_t stage = 1; stage < stages; ++stage)
-    if (micro[stage].seconds > micro[report.slowestStage].seconds)
-      report.slowestStage = stage;
-  const StageMicro &slow = micro[report.slowestStage];
-  double accum = double(microBatches);
-  report.flops = scale(slow.flops, accum);
+  const ProgramTime &slow = (*times)[report.slowestStage];
+  double slowHidden = hidden[report.slowestStage];
+  report.flops = slow.flops;
   // Tokens per GPU per step: each micro-batch is shared by tp x pp ranks.
-  report.tokensPerStep = accum * double(options.microBatch) *
-                         double(options.seqLen) / double(tp.size * stages);
+  report.tokensPerStep = double(microBatches) * double(batch) * double(seq) /
+                         double(tp.size * stages);
   report.modelFlopsPerToken =
-      modelMicro.model() /
-      (double(options.microBatch) * double(options.seqLen));
-  report.allGatherBytes = slow.gatherBytes * accum;
-  report.reduceScatterBytes = slow.reduceBytes * accum;
-  report.allGathers = slow.gathers * microBatches;
-  report.reduceScatters = slow.reduces * microBatches;
-  if (pp.isPipelined() && microBatches > 1) {
-    // Through a pipeline's micro-batches the root stays gathered and its
-    // gradient is reduced once, as the lowered programs do it.
-    const UnitCost &root = roots[report.slowestStage];
-    double repeats = accum - 1;
-    report.allGatherBytes -= root.gatherBytes * repeats;
-    if (root.gatherBytes > 0)
-      report.allGathers -= microBatches - 1;
-    report.reduceScatterBytes -= root.reduceBytes * repeats;
-    if (root.reduceBytes > 0)
-      report.reduceScatters -= microBatches - 1;
-  }
-  report.computeSeconds = slow.compute * accum;
-  if (report.ranks == 1) {
-    // One shard: FSDP gathers and scatters nothing (the lowered programs
-    // hold no such collective either).
-    report.allGatherBytes = report.reduceScatterBytes = 0;
-    report.allGathers = report.reduceScatters = 0;
-  }
-  report.communicationSeconds = commSeconds(report.allGatherBytes) +
-                                commSeconds(report.reduceScatterBytes);
-  report.tpBytes = slow.tpBytes * accum;
-  report.tpSeconds = slow.tpSeconds * accum;
-  report.optimizerBytes = slow.optimizerBytes;
-  report.optimizerSeconds = slow.optimizerBytes / hardware->memoryBandwidth;
-
-  // Tied copies over PP: each holder all-reduces its copy's gradient shard
-  // with the other holders, across the pipeline (the furthest-apart ranks).
-  if (auto copies = model->getAttrOfType<ArrayAttr>(kPpTiedCopiesAttrName)) {
-    int64_t reduceBytes = sizes->roots.front().reduceBytes;
-    for (auto entry : copies.getAsRange<DictionaryAttr>()) {
-      auto params = entry.getAs<ArrayAttr>("params");
-      auto holders = entry.getAs<ArrayAttr>("stages");
-      if (!params || params.empty() || !holders || holders.size() < 2)
-        continue;
-      auto owner = dyn_cast_or_null<ParamOp>(SymbolTable::lookupSymbolIn(
-          model, cast<SymbolRefAttr>(params[0])));
-      if (!owner || isFrozen(owner))
-        continue;
-      double h = double(holders.size());
-      double bytes = double(ShapedType::getNumElements(
-                         getTpLocalShape(owner, tp.size))) /
-                     double(report.ranks) * double(reduceBytes);
-      double bandwidth = 0;
-      std::string link;
-      linkFor(report.ranks * tp.size * stages, bandwidth, link);
-      report.tiedBytes += bytes;
-      report.tiedSeconds += 2 * (h - 1) / h * bytes / bandwidth;
+      modelMicro.model() / (double(batch) * double(seq));
+  report.allGatherBytes = slow.allGather.bytes;
+  report.reduceScatterBytes = slow.reduceScatter.bytes;
+  report.allGathers = slow.allGather.count;
+  report.reduceScatters = slow.reduceScatter.count;
+  report.computeSeconds = slow.compute;
+  report.communicationSeconds =
+      slow.allGather.seconds + slow.reduceScatter.seconds;
+  report.exposedCommunicationSeconds = slow.fsdpWait - slowHidden;
+  report.tpBytes = slow.tp.bytes;
+  report.tpSeconds = slow.tp.seconds;
+  // The optimizer step of the stage with the most parameters.
+  for (const ProgramTime &time : *times)
+    if (time.optimizerSeconds > report.optimizerSeconds) {
+      report.optimizerBytes = time.optimizerBytes;
+      report.optimizerSeconds = time.optimizerSeconds;
     }
+  report.tiedBytes = slow.tied.bytes;
+  report.tiedSeconds = slow.tied.seconds;
+  report.dpBytes = slow.dp.bytes;
+  report.dpSeconds = slow.dp.seconds;
+  if (slow.p2p.count > 0) {
+    report.p2pBytes = slow.p2p.bytes / double(slow.p2p.count);
+    report.p2pSeconds = slow.p2p.seconds / double(slow.p2p.count);
   }
-
-  // HSDP: a ring all-reduce moves 2 (d - 1) / d of the gradient shard; the
-  // replicas of one FSDP group are furthest apart of the data axes.
-  report.dpReplicas = std::max<int64_t>(1, getGridSize(model, kDpGridName));
-  if (report.dpReplicas > 1) {
-    double d = double(report.dpReplicas);
-    linkFor(report.ranks * tp.size * report.dpReplicas, report.dpBandwidth,
-            report.dpLink);
-    report.dpBytes = slow.reduceBytes / double(report.ranks);
-    report.dpSeconds =
-        2 * (d - 1) / d * report.dpBytes / report.dpBandwidth;
+  for (auto [index, time] : llvm::enumerate(*times)) {
+    report.stepSeconds = std::max(report.stepSeconds, time.end - hidden[index]);
+    report.pipelineSeconds =
+        std::max(report.pipelineSeconds, time.backwardEnd - hidden[index]);
+    report.stageTimelines.push_back(std::move(time.steps));
   }
-
-  if (!pp.isPipelined()) {
-    if (!overlapFraction) {
-      report.microBatchTimeline = slow.timeline;
-      report.microBatchSeconds = slow.seconds;
+  if (stages > 1) {
+    // The schedule's own bubble: the same programs with the data-parallel
+    // collectives free (their exposed time is reported on its own), idle
+    // time over the slowest stage's busy time.
+    StepPricing scheduleOnly = pricing;
+    scheduleOnly.timeline = false;
+    for (StringRef grid : {kFsdpGridName, kDpGridName, kPpGridName})
+      scheduleOnly.bandwidth[grid] = 0;
+    FailureOr<std::vector<ProgramTime>> bare =
+        simulatePrograms(programs, scheduleOnly);
+    if (failed(bare))
+      return failure();
+    double length = 0, busy = 0;
+    for (const ProgramTime &time : *bare) {
+      length = std::max(length, time.backwardEnd);
+      busy = std::max(busy, time.compute);
     }
-    report.exposedCommunicationSeconds =
-        std::max(0.0, slow.seconds - slow.compute) * accum;
-    report.stepSeconds =
-        slow.seconds * accum + report.dpSeconds + report.optimizerSeconds;
-    return report;
+    report.bubbleFraction = busy > 0 ? (length - busy) / busy : 0;
+    report.closedFormBubble =
+        double(stages - 1) / (double(pp.chunks) * double(microBatches));
   }
-
-  // The pipeline: every stage runs its emitted steps in order; a forward
-  // waits for the previous virtual stage's forward of that micro-batch and
-  // the transfer of its activations, a backward for the next virtual
-  // stage's backward (the last virtual stage's for its own forward).
-  int64_t chunks = pp.chunks, virtualStages = stages * chunks;
-  int64_t hidden = 0;
-  if (!sizes->layers.front().empty())
-    if (func::FuncOp forward = sizes->layers.front().front().layer.getForward())
-      if (forward.getNumArguments() > 0)
-        if (auto type =
-                dyn_cast<RankedTensorType>(forward.getArgument(0).getType())) {
-          hidden = type.getShape().back();
-          report.p2pBytes = double(options.microBatch) *
-                            double(options.seqLen) * double(hidden) *
-                            double((type.getElementTypeBitWidth() + 7) / 8) /
-                            (tp.sequenceParallel ? double(tp.size) : 1.0);
-        }
-  double p2pBandwidth = 0;
-  std::string p2pLink;
-  linkFor(report.ranks * tp.size * 2, p2pBandwidth, p2pLink);
-  report.p2pSeconds = report.p2pBytes / p2pBandwidth;
-
-  // Per (stage, chunk): forward and backward seconds of one micro-batch,
-  // with the stage's exposed FSDP communication spread over them by
-  // compute share.
-  auto chunkUnits = [&](int64_t stage, int64_t chunk) {
-    SmallVector<const UnitCost *> units;
-    for (const UnitCost &unit : layers[stage])
-      if (unit.chunk == chunk)
-        units.push_back(&unit);
-    return units;
-  };
-  auto forwardOf = [&](const UnitCost &unit) {
-    return unit.flops.forward / report.achievedFlops + unit.tpForwardSeconds;
-  };
-  auto backwardOf = [&](const UnitCost &unit) {
-    return (unit.flops.backward + unit.flops.recompute) /
-               report.achievedFlops +
-           unit.tpBackwardSeconds;
-  };
-  std::vector<double> stretch(stages, 1.0);
-  for (int64_t stage = 0; stage < stages; ++stage)
-    if (micro[stage].compute > 0)
-      stretch[stage] = std::max(1.0, micro[stage].seconds / micro[stage].compute);
-
-  struct Done {
-    double forward = -1, backward = -1;
-  };
-  std::vector<std::vector<Done>> done(
-      virtualStages, std::vector<Done>(microBatches));
-  std::vector<size_t> next(stages, 0);
-  std::vector<double> free(stages, 0), busy(stages, 0);
-  report.stageTimelines.assign(stages, {});
-  auto suffix = [](int64_t mb) {
-    return " (micro-batch " + std::to_string(mb) + ")";
-  };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int64_t stage = 0; stage < stages; ++stage) {
-      if (next[stage] >= pp.steps[stage].size())
-        continue;
-      const PipelineStep &step = pp.steps[stage][next[stage]];
-      int64_t g = step.chunk * stages + stage, mb = step.microBatch;
-      if (mb >= microBatches || g >= virtualStages) {
-        ++next[stage];
-        progress = true;
-        continue;
-      }
-      double ready = 0;
-      if (step.forward && g > 0) {
-        if (done[g - 1][mb].forward < 0)
-          continue;
-        ready = done[g - 1][mb].forward + report.p2pSeconds;
-      } else if (!step.forward) {
-        double dep = g == virtualStages - 1 ? done[g][mb].forward
-                                            : done[g + 1][mb].backward;
-        if (dep < 0)
-          continue;
-        ready = dep + (g == virtualStages - 1 ? 0 : report.p2pSeconds);
-      }
-      double t = std::max(free[stage], ready);
-      std::vector<TimedStep> &timeline = report.stageTimelines[stage];
-      auto run = [&](std::string name, double seconds, double flops) {
-        TimedStep timed;
-        timed.name = std::move(name) + suffix(mb);
-        timed.start = t;
-        timed.duration = seconds * stretch[stage];
-        timed.flops = flops;
-        timed.microBatch = mb;
-        t += timed.duration;
-        timeline.push_back(std::move(timed));
-      };
-      SmallVector<const UnitCost *> units = chunkUnits(stage, step.chunk);
-      const UnitCost &root = roots[stage];
-      bool first = g == 0, last = g == virtualStages - 1;
-      if (step.forward) {
-        if (first)
-          run("forward embedding", forwardOf(root), root.flops.forward);
-        for (const UnitCost *unit : units)
-          run("forward " + unit->path, forwardOf(*unit), unit->flops.forward);
-        if (last)
-          run("forward loss", forwardOf(root), root.flops.forward);
-        done[g][mb].forward = t;
-      } else {
-        if (last)
-          run("backward loss", backwardOf(root),
-              root.flops.backward + root.flops.recompute);
-        for (const UnitCost *unit : llvm::reverse(units))
-          run("backward " + unit->path, backwardOf(*unit),
-              unit->flops.backward + unit->flops.recompute);
-        if (first)
-          run("backward embedding", backwardOf(root),
-              root.flops.backward + root.flops.recompute);
-        done[g][mb].backward = t;
-      }
-      bool sends = step.forward ? !last : !first;
-      if (sends) {
-        TimedStep send;
-        send.name = std::string(step.forward ? "send activations"
-                                             : "send activation gradients") +
-                    suffix(mb);
-        send.stream = TimedStep::Communication;
-        send.start = send.issued = t;
-        send.duration = report.p2pSeconds;
-        send.bytes = report.p2pBytes;
-        send.microBatch = mb;
-        timeline.push_back(std::move(send));
-      }
-      busy[stage] += t - std::max(free[stage], ready);
-      free[stage] = t;
-      ++next[stage];
-      progress = true;
-    }
-  }
-  for (int64_t stage = 0; stage < stages; ++stage)
-    if (next[stage] < pp.steps[stage].size())
-      return mlir::emitError(model->getLoc())
-             << "estimate-cost: the pipeline schedule of stage " << stage
-             << " cannot run: step " << next[stage]
-             << " waits on a step no stage runs";
-  report.pipelineSeconds = *llvm::max_element(free);
-  double slowBusy = busy[report.slowestStage];
-  report.bubbleFraction =
-      slowBusy > 0 ? (report.pipelineSeconds - slowBusy) / slowBusy : 0;
-  report.closedFormBubble =
-      double(stages - 1) / (double(chunks) * double(microBatches));
-  report.exposedCommunicationSeconds =
-      std::max(0.0, slow.seconds - slow.compute) * accum;
-  report.stepSeconds = report.pipelineSeconds + report.tiedSeconds +
-                       report.dpSeconds + report.optimizerSeconds;
   return report;
 }
 
-/// After the last backward: the replicas' all-reduce (HSDP), then the
-/// optimizer step.
-static void appendStepEnd(const CostReport &report, double start,
-                          std::vector<TimedStep> &steps) {
-  auto allReduce = [&](const char *name, double seconds, double bytes) {
-    if (seconds <= 0)
-      return;
-    TimedStep step;
-    step.name = name;
-    step.stream = TimedStep::Communication;
-    step.start = step.issued = start;
-    step.duration = seconds;
-    step.bytes = bytes;
-    step.microBatch = -1;
-    steps.push_back(std::move(step));
-    start += seconds;
-  };
-  allReduce("tied all-reduce", report.tiedSeconds, report.tiedBytes);
-  allReduce("dp all-reduce", report.dpSeconds, report.dpBytes);
-  TimedStep optimizer;
-  optimizer.name = "optimizer step";
-  optimizer.start = start;
-  optimizer.duration = report.optimizerSeconds;
-  optimizer.bytes = report.optimizerBytes;
-  optimizer.microBatch = -1;
-  steps.push_back(std::move(optimizer));
-}
-
 std::vector<TimedStep> CostReport::getStepTimeline(size_t stage) const {
-  std::vector<TimedStep> steps;
-  if (!stageTimelines.empty()) {
-    if (stage < stageTimelines.size())
-      steps = stageTimelines[stage];
-    appendStepEnd(*this, pipelineSeconds, steps);
-    return steps;
-  }
-  if (microBatchTimeline.empty())
-    return steps;
-  int64_t accum = options.gradAccumulation;
-  steps.reserve(microBatchTimeline.size() * accum + 1);
-  for (int64_t micro = 0; micro < accum; ++micro)
-    for (const TimedStep &step : microBatchTimeline) {
-      TimedStep copy = step;
-      double offset = double(micro) * microBatchSeconds;
-      copy.start += offset;
-      copy.issued += offset;
-      copy.microBatch = micro;
-      steps.push_back(std::move(copy));
-    }
-  appendStepEnd(*this, double(accum) * microBatchSeconds, steps);
-  return steps;
+  return stage < stageTimelines.size() ? stageTimelines[stage]
+                                       : std::vector<TimedStep>();
 }
 
 void CostReport::print(llvm::raw_ostream &os) const {

@@ -32,8 +32,9 @@ SmallVector<LayerStack> mlir::parc::getLayerStacks(ModelOp model) {
     stack.layers.resize(entry.getAs<IntegerAttr>("layers").getInt());
     stacks.push_back(std::move(stack));
   }
-  model.walk([&](NNModuleOp module) {
-    auto tag = getLayerTag(module);
+  walkModelGraph(model, [&](Operation *op) {
+    auto module = dyn_cast<NNModuleOp>(op);
+    auto tag = module ? getLayerTag(module) : std::nullopt;
     if (!tag)
       return;
     for (LayerStack &stack : stacks)
@@ -113,8 +114,8 @@ SmallVector<NNModuleOp> mlir::parc::getLayersInExecutionOrder(ModelOp model) {
 
 llvm::StringMap<NNModuleOp> mlir::parc::getLayersByPath(ModelOp model) {
   llvm::StringMap<NNModuleOp> layers;
-  model.walk([&](NNModuleOp module) {
-    if (getLayerTag(module))
+  walkModelGraph(model, [&](Operation *op) {
+    if (auto module = dyn_cast<NNModuleOp>(op); module && getLayerTag(module))
       layers[getDottedPath(module)] = module;
   });
   return layers;
@@ -130,4 +131,14 @@ int64_t mlir::parc::getGridSize(ModelOp model, StringRef gridName) {
             if (!shape.empty())
               return shape[0];
   return 0;
+}
+
+void mlir::parc::walkModelGraph(ModelOp model,
+                                llvm::function_ref<void(Operation *)> fn) {
+  model.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<ProgramOp>(op))
+      return WalkResult::skip();
+    fn(op);
+    return WalkResult::advance();
+  });
 }

@@ -15,6 +15,7 @@
 #include "parc/Analysis/FsdpUnits.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
+#include "parc/Analysis/Programs.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
@@ -374,7 +375,7 @@ SmallVector<int64_t> getLateRootGradientElements(ModelOp model,
   SmallVector<int64_t> late(placement.getStageCount(), 0);
   SymbolTableCollection tables;
   llvm::DenseSet<Operation *> embedded, other;
-  model.walk([&](Operation *op) {
+  walkModelGraph(model, [&](Operation *op) {
     if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
       if (auto param = tables.lookupNearestSymbolFrom<ParamOp>(
               op, embedding.getWeight()))
@@ -518,12 +519,6 @@ LossBytes getLossBytes(ModelOp model, int64_t batch, int64_t seq, TpPlan tp,
   return loss;
 }
 
-int64_t bufferBytes(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  return type.getNumElements() *
-         ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-}
-
 /// The buffer a collective reads, when it is one of `kind`.
 BufferOp bufferOf(Value operand, BufferKind kind) {
   auto buffer = operand.getDefiningOp<BufferOp>();
@@ -550,14 +545,17 @@ public:
 
   void run(ProgramOp program) {
     pipelined = !program.getCovers().empty();
-    for (Operation &op : program.getBody()->getOperations())
+    for (Operation &op : program.getBody()->getOperations()) {
       step(op);
+      ++index;
+    }
   }
 
   MemoryBreakdown live;
 
-  void note(const std::string &phase) {
-    rank.timeline.push_back({phase, live});
+  void note(const std::string &phase, std::optional<int64_t> at = {},
+            double within = 0) {
+    rank.timeline.push_back({phase, live, at.value_or(index), within});
     if (live.total() > rank.peakBytes) {
       rank.peakBytes = live.total();
       rank.atPeak = live;
@@ -575,13 +573,13 @@ private:
     llvm::TypeSwitch<Operation *>(&op)
         .Case([&](shard::AllGatherOp gather) {
           if (bufferOf(gather.getInput(), BufferKind::ParamShard)) {
-            int64_t bytes = bufferBytes(gather.getResult());
+            int64_t bytes = getBufferBytes(gather.getResult());
             live.unshardedParameters += bytes;
             allocated[gather.getResult()] = {bytes, /*saved=*/false};
           }
         })
         .Case([&](SaveOp save) {
-          int64_t bytes = bufferBytes(save.getResult());
+          int64_t bytes = getBufferBytes(save.getResult());
           live.savedActivations += bytes;
           allocated[save.getResult()] = {bytes, /*saved=*/true};
         })
@@ -595,6 +593,7 @@ private:
         })
         .Case([&](RecomputeStepOp recompute) {
           recomputed += recompute.getBytes();
+          recomputeStep = index;
         })
         .Case([&](ForwardStepOp forward) { this->forward(forward); })
         .Case([&](BackwardStepOp backward) { this->backward(backward); })
@@ -645,7 +644,7 @@ private:
             loss.logits * root.computeBytes - loss.kept - loss.gradients;
         int64_t transient = accumulate ? root.accumulationTransient : 0;
         live.recomputeWorkingSet += transient;
-        note("backward lm_head" + suffix(mb));
+        note("backward lm_head" + suffix(mb), std::nullopt, 0.5);
         live.recomputeWorkingSet -= transient;
         live.logitsAndLoss -= loss.logits * root.computeBytes;
         live.savedActivations -= loss.rootSaved;
@@ -671,9 +670,11 @@ private:
     int64_t transient = recomputed + acts.lookup(unit->layer).working +
                         (accumulate ? unit->accumulationTransient : 0);
     live.recomputeWorkingSet += transient;
-    note("backward " + unit->path + suffix(mb));
+    // Drawn where the rebuilding starts: at the recompute, if any.
+    note("backward " + unit->path + suffix(mb), recomputeStep);
     live.recomputeWorkingSet -= transient;
     recomputed = 0;
+    recomputeStep.reset();
     live.gradients += unit->unshardedGradients;
     if (!accumulate)
       live.gradients += unit->shardedGradients;
@@ -744,14 +745,11 @@ private:
   llvm::DenseMap<Value, std::pair<int64_t, bool>> allocated;
   SmallVector<PendingGradient> pending;
   int64_t recomputed = 0;
+  std::optional<int64_t> recomputeStep;
   bool rootGradients = false, lateRootHeld = false;
+  /// The program op being replayed.
+  int64_t index = 0;
 };
-
-/// The pipeline stage a program runs (0 without a pipeline).
-int64_t getProgramStage(ProgramOp program) {
-  auto stages = program.getCovers().getAs<DenseI64ArrayAttr>(kPpGridName);
-  return stages && stages.size() == 1 ? stages[0] : 0;
-}
 
 } // namespace
 
@@ -761,28 +759,14 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
       options.hardware, options.hardwareDir, model.getLoc());
   if (failed(hardware))
     return failure();
-  SmallVector<ProgramOp> programs(model.getBody()->getOps<ProgramOp>());
-  if (programs.empty())
-    return mlir::emitError(model->getLoc())
-           << "estimate-memory: @" << model.getSymName()
-           << " has no parc.program: run --lower-to-schedule first";
-  ProgramOp first = programs.front();
-  int64_t seq = first.getSeq(), batch = first.getBatch(),
-          microBatches = first.getMicroBatches();
-  auto disagrees = [&](int64_t asked, int64_t planned) {
-    return asked > 0 && asked != planned;
-  };
-  if (disagrees(options.seqLen, seq) ||
-      disagrees(options.microBatch, batch) ||
-      (programs.size() == 1 &&
-       disagrees(options.gradAccumulation, microBatches)))
-    return mlir::emitError(first.getLoc())
-           << "estimate-memory: parc.program @" << first.getSymName()
-           << " trains " << microBatches << " micro-batches of " << batch
-           << " x " << seq << " tokens, not the seq " << options.seqLen
-           << ", mbs " << options.microBatch << ", grad-accum "
-           << options.gradAccumulation
-           << " asked for: run --lower-to-schedule for that batch";
+  FailureOr<ProgramSet> set =
+      getPrograms(model, "estimate-memory", options.seqLen,
+                  options.microBatch, options.gradAccumulation);
+  if (failed(set))
+    return failure();
+  ArrayRef<ProgramOp> programs = set->programs;
+  int64_t seq = set->seq, batch = set->batch,
+          microBatches = set->microBatches;
   FailureOr<StepUnits> units = collectUnits(model);
   if (failed(units))
     return failure();
@@ -852,7 +836,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
       for (const UnitFootprint &unit : layers)
         live.gradients += unit.shardedGradients;
     }
-    replay.note("start of step");
+    replay.note("start of step", -1);
     replay.run(program);
   }
   for (size_t index = 1; index < report.ranks.size(); ++index)

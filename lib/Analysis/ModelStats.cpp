@@ -1,6 +1,7 @@
 //===- ModelStats.cpp - parameter counts of a parc.model ------------------===//
 
 #include "parc/Analysis/ModelStats.h"
+#include "parc/Analysis/LayerStacks.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -40,8 +41,9 @@ ModelStats ModelStats::compute(ModelOp model) {
     stats.tieGroups.push_back(std::move(group));
   }
 
-  model.walk([&](ParamOp param) {
-    if (aliases.contains(param))
+  walkModelGraph(model, [&](Operation *op) {
+    auto param = dyn_cast<ParamOp>(op);
+    if (!param || aliases.contains(param))
       return;
     int64_t count = param.getNumElements();
     stats.totalParameters += count;

@@ -91,7 +91,7 @@ PipelinePlacement::PipelinePlacement(ModelOp model) {
                          chunk ? chunk.getInt() : 0};
   }
   SymbolTableCollection tables;
-  model.walk([&](Operation *op) {
+  walkModelGraph(model, [&](Operation *op) {
     if (!isa<EmbeddingOp, PatchEmbeddingOp, PositionEmbeddingOp>(op))
       return;
     if (auto ref = op->getAttrOfType<SymbolRefAttr>("weight"))

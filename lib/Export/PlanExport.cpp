@@ -66,7 +66,7 @@ llvm::DenseMap<Operation *, std::string> initialisations(ModelOp model) {
       if (auto param = tables.lookupNearestSymbolFrom<ParamOp>(user, ref))
         init[param] = how.str();
   };
-  model.walk([&](Operation *op) {
+  walkModelGraph(model, [&](Operation *op) {
     if (auto norm = dyn_cast<RmsNormOp>(op))
       mark(op, norm.getWeight(), norm.getUnitOffset() ? "zeros" : "ones");
     else if (auto norm = dyn_cast<LayerNormOp>(op)) {
@@ -135,7 +135,10 @@ fb::Offset<schema::Parallelism> exportParallelism(ModelOp model,
 LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
   fb::FlatBufferBuilder fbb;
   std::vector<fb::Offset<schema::Module>> modules;
-  model.walk<WalkOrder::PreOrder>([&](NNModuleOp module) {
+  walkModelGraph(model, [&](Operation *op) {
+    auto module = dyn_cast<NNModuleOp>(op);
+    if (!module)
+      return;
     auto tag = getLayerTag(module);
     auto remat = module->getAttrOfType<StringAttr>("parc.remat");
     auto stage = module->getAttrOfType<IntegerAttr>(kPpStageAttrName);
@@ -157,7 +160,10 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
   PipelinePlacement placement(model);
   std::vector<fb::Offset<schema::Param>> params;
   bool failedDtype = false;
-  model.walk([&](ParamOp param) {
+  walkModelGraph(model, [&](Operation *op) {
+    auto param = dyn_cast<ParamOp>(op);
+    if (!param)
+      return;
     FailureOr<schema::DType> dtype =
         toDType(param.getTensorType().getElementType(), param);
     failedDtype |= failed(dtype);

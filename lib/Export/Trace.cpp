@@ -1,19 +1,17 @@
 //===- Trace.cpp - a plan's schedule as Chrome trace-event JSON -----------===//
 //
-// The cost model's replay gives the times of the compute steps and the
-// collectives; the memory replay gives the live bytes at each of its notes,
-// in the same order of events. A note is placed at the step it describes:
-// "forward P" at the start of P's forward, "backward P" at the start of P's
-// recompute (or backward), "reduce-scatter P" when P's reduce-scatter is
-// issued, the loss notes inside the root's compute. Notes stay in replay
-// order: one that would fall before the previous note is placed just after
-// it.
+// Both analyses walk the same parc.program: the cost model's timeline
+// gives each program step's time on its stream, the memory replay the live
+// bytes at each of its notes with the step it was taken at. A note is drawn
+// at that step (a compute step's start, a collective's issue); notes stay in
+// program order: one that would fall before the previous note is placed
+// just after it. Events carry the program step as parc-run's trace does.
 //
 //===----------------------------------------------------------------------===//
 
 #include "parc/Export/Trace.h"
 
-#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/JSON.h"
 
 #include <limits>
@@ -30,51 +28,28 @@ constexpr double kNudge = 1e-9;
 
 double toMicros(double seconds) { return seconds * 1e6; }
 
-/// Where each named step of one micro-batch is, first occurrence.
+/// Where each program step was timed: a memory note is drawn at the op
+/// it was taken at, both replays walking the same program.
 struct StepIndex {
-  llvm::StringMap<const TimedStep *> compute, communication;
+  llvm::DenseMap<int64_t, const TimedStep *> byStep;
   explicit StepIndex(const std::vector<TimedStep> &steps) {
     for (const TimedStep &step : steps)
-      (step.stream == TimedStep::Compute ? compute : communication)
-          .try_emplace(step.name, &step);
+      if (step.programStep >= 0)
+        byStep.try_emplace(step.programStep, &step);
   }
 
-  /// The time of memory note `phase` within the micro-batch; none when no
-  /// step matches.
-  std::optional<double> anchor(StringRef phase) const {
-    auto start = [&](const llvm::StringMap<const TimedStep *> &map,
-                     StringRef name) -> std::optional<double> {
-      auto it = map.find(name);
-      if (it == map.end())
-        return std::nullopt;
-      return it->second->start;
-    };
-    if (phase == "forward all-gather root")
-      return start(communication, "all-gather root");
-    if (phase == "backward lm_head") {
-      auto it = compute.find("backward loss");
-      if (it == compute.end())
-        return std::nullopt;
-      return it->second->start + it->second->duration / 2;
-    }
-    if (phase == "forward loss" || phase == "backward loss")
-      return start(compute, phase);
-    if (phase.consume_front("backward ")) {
-      if (auto recompute = start(compute, ("recompute " + phase).str()))
-        return recompute;
-      return start(compute, ("backward " + phase).str());
-    }
-    if (phase.starts_with("forward "))
-      return start(compute, phase);
-    if (phase.consume_front("reduce-scatter ")) {
-      auto it = communication.find(("reduce-scatter " + phase).str());
-      if (it != communication.end())
-        return it->second->issued;
-      auto backward = compute.find(("backward " + phase).str());
-      if (backward != compute.end())
-        return backward->second->start + backward->second->duration;
-    }
-    return std::nullopt;
+  /// The time of `note`: a compute step's start (and `within` of its
+  /// length), a collective's issue; none for an op nothing times (a save,
+  /// a free).
+  std::optional<double> anchor(const MemorySample &note) const {
+    if (note.step < 0)
+      return 0.0;
+    const TimedStep *step = byStep.lookup(note.step);
+    if (!step)
+      return std::nullopt;
+    if (step->stream == TimedStep::Communication)
+      return step->issued;
+    return step->start + note.within * step->duration;
   }
 };
 
@@ -104,7 +79,6 @@ void writeMetadata(llvm::json::OStream &j, int pid, std::optional<int> tid,
 }
 
 void writeRank(llvm::json::OStream &j, int pid, const RankMemory &rank,
-               const CostReport &cost,
                const std::vector<TimedStep> &stepTimeline) {
   writeMetadata(j, pid, std::nullopt, "process_name",
                 (rank.rankKind + " (" + llvm::Twine(rank.rankCount) +
@@ -138,27 +112,23 @@ void writeRank(llvm::json::OStream &j, int pid, const RankMemory &rank,
             j.attribute("bytes", step.bytes);
           if (!isCompute)
             j.attribute("issued_us", toMicros(step.issued));
+          if (step.programStep >= 0)
+            j.attribute("program_step", step.programStep);
         });
       });
     }
 
-  // The memory counter: every note of the replay, each micro-batch's notes
-  // repeated at its offset; the start of the step once, the optimizer step
-  // after the last micro-batch.
-  // A pipelined step is replayed whole per stage: its notes name their
-  // micro-batch and are anchored once each.
-  bool pipelined = cost.ppStages > 1;
-  StepIndex index(pipelined ? stepTimeline : cost.microBatchTimeline);
+  // The memory counter: every note of the replay, at the program step it
+  // was taken at.
+  StepIndex index(stepTimeline);
   double previous = -std::numeric_limits<double>::infinity();
   std::optional<double> peakTime;
-  auto place = [&](std::optional<double> anchor) {
+  for (const MemorySample &note : rank.timeline) {
+    std::optional<double> anchor = index.anchor(note);
     double at = previous == -std::numeric_limits<double>::infinity()
                     ? anchor.value_or(0)
                     : std::max(anchor.value_or(previous), previous + kNudge);
     previous = at;
-    return at;
-  };
-  auto sample = [&](const MemorySample &note, double at) {
     int64_t total = note.live.total();
     if (!peakTime && note.phase == rank.peakPhase && total == rank.peakBytes)
       peakTime = at;
@@ -169,28 +139,7 @@ void writeRank(llvm::json::OStream &j, int pid, const RankMemory &rank,
       j.attribute("ts", toMicros(at));
       j.attributeObject("args", [&] { writeBreakdown(j, total, note.live); });
     });
-  };
-  int64_t microBatches =
-      pipelined ? 1 : std::max<int64_t>(1, cost.options.gradAccumulation);
-  double optimizerStart = pipelined
-                              ? cost.pipelineSeconds
-                              : double(microBatches) * cost.microBatchSeconds;
-  for (const MemorySample &note : rank.timeline)
-    if (note.phase == "start of step")
-      sample(note, place(0.0));
-  for (int64_t micro = 0; micro < microBatches; ++micro) {
-    double offset = double(micro) * cost.microBatchSeconds;
-    for (const MemorySample &note : rank.timeline) {
-      if (note.phase == "start of step" || note.phase == "optimizer step")
-        continue;
-      std::optional<double> anchor = index.anchor(note.phase);
-      sample(note, place(anchor ? std::optional<double>(*anchor + offset)
-                                : std::nullopt));
-    }
   }
-  for (const MemorySample &note : rank.timeline)
-    if (note.phase == "optimizer step")
-      sample(note, place(optimizerStart));
 
   if (peakTime)
     j.object([&] {
@@ -209,15 +158,12 @@ void writeRank(llvm::json::OStream &j, int pid, const RankMemory &rank,
 
 void mlir::parc::writeTrace(llvm::raw_ostream &os, const MemoryReport &memory,
                             const CostReport &cost) {
-  std::vector<TimedStep> stepTimeline = cost.getStepTimeline();
   llvm::json::OStream j(os);
   j.object([&] {
     j.attribute("displayTimeUnit", "ms");
     j.attributeArray("traceEvents", [&] {
       for (auto [index, rank] : llvm::enumerate(memory.ranks))
-        writeRank(j, int(index) + 1, rank, cost,
-                  cost.ppStages > 1 ? cost.getStepTimeline(index)
-                                    : stepTimeline);
+        writeRank(j, int(index) + 1, rank, cost.getStepTimeline(index));
     });
     j.attributeObject("otherData", [&] {
       j.attribute("hardware", memory.hardware.name);

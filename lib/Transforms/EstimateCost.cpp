@@ -18,14 +18,20 @@ struct EstimateCostPass : public impl::EstimateCostBase<EstimateCostPass> {
     CostOptions options;
     options.hardware = hardware;
     options.hardwareDir = hardwareDir;
-    options.seqLen = seqLen;
-    options.microBatch = microBatch;
-    options.gradAccumulation = gradAccumulation;
+    // The step is the programs'; a batch given here must be theirs.
+    options.seqLen = seqLen.hasValue() ? int64_t(seqLen) : 0;
+    options.microBatch = microBatch.hasValue() ? int64_t(microBatch) : 0;
+    options.gradAccumulation =
+        gradAccumulation.hasValue() ? int64_t(gradAccumulation) : 0;
     options.imageTokens = imageTokens;
+    LowerToScheduleOptions lower{seqLen,      microBatch, gradAccumulation,
+                                 imageTokens, hardware,   hardwareDir};
     options.gpusPerNode = gpusPerNode;
     options.computeEfficiency = computeEfficiency;
     options.overlap = overlap;
     for (ModelOp model : getOperation().getOps<ModelOp>()) {
+      if (failed(ensureLowered(model, lower)))
+        return signalPassFailure();
       FailureOr<CostReport> report = estimateCost(model, options);
       if (failed(report))
         return signalPassFailure();

@@ -755,6 +755,11 @@ private:
         RecomputeStepOp::create(b, loc, layer.path, mbAttr, chunkA,
                                 b.getStringAttr(layer.remat),
                                 b.getI64IntegerAttr(layer.recomputedBytes));
+      // A full recompute reruns the forward's TP collectives (selective
+      // remat recomputes no op that communicates).
+      if (layer.remat == "full")
+        tpCollectives(layer.tp.forward, false, layer.path.getValue(), mb,
+                      layer.tokens);
       BackwardStepOp::create(b, loc, layer.path, StringAttr(), mbAttr, chunkA);
       tpCollectives(layer.tp.backward, true, layer.path.getValue(), mb,
                     layer.tokens);

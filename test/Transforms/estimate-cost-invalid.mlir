@@ -5,8 +5,8 @@
 // RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-cost=hardware=cpu compute-efficiency=0" 2>&1 | FileCheck %s --check-prefix=EFFICIENCY
 // RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-cost=hardware=cpu seq=0" 2>&1 | FileCheck %s --check-prefix=SEQ
 
-// NO-PLAN: error: estimate-cost needs an FSDP plan: run --apply-fsdp (with shards=1 for a single rank)
+// NO-PLAN: error: lower-to-schedule: @tiny has no FSDP plan: run --apply-fsdp first (shards=1 for unsharded parameters)
 // HARDWARE: error: unknown hardware profile 'tpu-v9'
 // OVERLAP: error: estimate-cost overlap must be 'schedule', 'none' or a fraction in [0, 1], got
 // EFFICIENCY: error: estimate-cost needs a compute efficiency in (0, 1], got 0
-// SEQ: error: estimate-cost needs positive seq, mbs and gradient accumulation
+// SEQ: error: lower-to-schedule: needs positive seq, mbs and grad-accum

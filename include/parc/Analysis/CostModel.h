@@ -1,9 +1,11 @@
 //===- CostModel.h - per-step time of a plan --------------------*- C++ -*-===//
 //
-// Predicts the time of one training step of a planned model (after
-// --discover-layers, --apply-remat and --apply-fsdp) from the FLOPs of its op
-// graph (forward, backward, recompute) and the bytes every FSDP collective
-// moves, under a stated compute efficiency and overlap assumption.
+// Predicts the time of one training step of a planned model from its
+// lowered programs (--lower-to-schedule): the FLOPs of each compute step
+// from the op graph (forward, backward, recompute), the bytes of each
+// collective from the program, timed on a compute and a communication
+// stream in program order (ProgramTimeline.h) under a stated compute
+// efficiency and overlap assumption.
 // --estimate-cost prints this report; parc-plan renders it as text or JSON.
 // docs/cost-model.md states every convention.
 //
@@ -57,12 +59,15 @@ struct RootFlops {
 };
 RootFlops countRootFlops(ModelOp model, int64_t batch, int64_t tokens);
 
+/// The batch is the programs': seq, mbs and grad-accum here are what the
+/// caller expects (0: whatever the programs say); a program for another
+/// batch is refused.
 struct CostOptions {
   std::string hardware = "h100-80gb";
   std::string hardwareDir; // empty: getDefaultHardwareDir()
-  int64_t seqLen = 4096;
-  int64_t microBatch = 1;
-  int64_t gradAccumulation = 1;
+  int64_t seqLen = 0;
+  int64_t microBatch = 0;
+  int64_t gradAccumulation = 0;
   /// Image tokens per sample entering the vision tower (0: text-only).
   int64_t imageTokens = 0;
   /// GPUs per node of the cluster; 0 takes the hardware profile's.
@@ -91,6 +96,9 @@ struct TimedStep {
   double bytes = 0; // collectives: unsharded bytes entering
   /// The micro-batch it belongs to; -1 for the optimizer step.
   int64_t microBatch = 0;
+  /// The index of the parc.program op it times (what parc-run's trace calls
+  /// program_step).
+  int64_t programStep = -1;
 };
 
 /// The predicted step of one kind of rank (today: every FSDP rank).
@@ -121,14 +129,8 @@ struct CostReport {
   double optimizerBytes = 0;
   double stepSeconds = 0;
 
-  /// One micro-batch as the two-stream replay ran it, in issue order per
-  /// stream; empty unless overlap is "schedule".
-  std::vector<TimedStep> microBatchTimeline;
-  double microBatchSeconds = 0;
-  /// The whole step of pipeline stage `stage` (0 without PP): without PP,
-  /// grad-accum copies of the micro-batch back to back, then the optimizer
-  /// step (empty unless overlap is "schedule"); with PP, the stage's
-  /// schedule as the pipeline replay ran it.
+  /// The whole step of pipeline stage `stage` (0 without PP) as its
+  /// program ran on the streams: every compute step and collective.
   std::vector<TimedStep> getStepTimeline(size_t stage = 0) const;
 
   /// Tensor parallelism: bytes per rank per step entering its collectives
@@ -145,9 +147,11 @@ struct CostReport {
   /// PP: the all-reduce of tied copies' gradients between the stages that
   /// hold them (embedding and lm_head), once per step, exposed.
   double tiedBytes = 0, tiedSeconds = 0;
-  /// Pipeline parallelism, replayed from the emitted schedule: the step is
-  /// the last stage's finish; the bubble is the slowest stage's idle time
-  /// over its busy time, next to the closed form (p - 1) / (v m).
+  /// Pipeline parallelism, timed from the stages' programs: the pipeline
+  /// ends with the last stage's last backward; the bubble is the schedule's
+  /// own (the programs timed again with FSDP, replica and tied collectives
+  /// free): the last backward's end over the busiest stage's compute, less
+  /// one, next to the closed form (p - 1) / (v m).
   int64_t ppStages = 1, ppChunks = 1, microBatches = 1;
   std::string ppSchedule;
   int64_t slowestStage = 0;
@@ -155,7 +159,7 @@ struct CostReport {
   /// Activations (and their gradients) sent between adjacent stages per
   /// micro-batch, and the link time of one transfer.
   double p2pBytes = 0, p2pSeconds = 0;
-  /// Per stage: its steps (per-layer compute, sends) in time order.
+  /// Per program (stage): its timed steps in program order.
   std::vector<std::vector<TimedStep>> stageTimelines;
   double pipelineSeconds = 0;
 

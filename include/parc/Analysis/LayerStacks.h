@@ -69,6 +69,11 @@ inline int64_t getFsdpShardCount(ModelOp model) {
   return getGridSize(model, kFsdpGridName);
 }
 
+/// Calls `fn` on every op of the model's graph (modules, parameters, their
+/// ops), not on the lowered parc.program steps: a program of a large plan
+/// holds tens of thousands of steps that no question about the graph needs.
+void walkModelGraph(ModelOp model, llvm::function_ref<void(Operation *)> fn);
+
 /// Whether `op` (a module or parameter) lies in a frozen subtree.
 bool isFrozen(Operation *op);
 

@@ -41,6 +41,10 @@ struct MemoryBreakdown {
 struct MemorySample {
   std::string phase; // "forward model.layers.0", "reduce-scatter root", ...
   MemoryBreakdown live;
+  /// The parc.program op it is taken at (-1: before the first), and how far
+  /// into that op's time (0 its start, 1 its end): where --trace draws it.
+  int64_t step = -1;
+  double within = 0;
 };
 
 /// The replay of one kind of rank (ranks doing the same work share one).
@@ -52,8 +56,8 @@ struct RankMemory {
   int64_t peakBytes = 0;
   std::string peakPhase; // "backward model.layers.0", "forward lm_head", ...
   MemoryBreakdown atPeak;
-  /// Every note of the replay, in order (one micro-batch, then the optimizer
-  /// step): what --trace draws as the memory counter.
+  /// Every note of the replay, in program order: what --trace draws as the
+  /// memory counter.
   std::vector<MemorySample> timeline;
 };
 

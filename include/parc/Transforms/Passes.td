@@ -142,13 +142,16 @@ def EstimateMemory : Pass<"estimate-memory", "::mlir::ModuleOp"> {
 def EstimateCost : Pass<"estimate-cost", "::mlir::ModuleOp"> {
   let summary = "Predict the step time, tokens/s/GPU and MFU of a plan";
   let description = [{
-    Counts the FLOPs of one training step from the op graph (each layer's
-    forward traced at `mbs` x `seq`, its backward, and the forward remat
-    reruns), the bytes of every FSDP all-gather and reduce-scatter from the
-    `parc.fsdp_unit`s (ring cost over the intra-node link when the shards fit
-    in a node, the inter-node link otherwise), and combines them under the
-    stated compute efficiency and overlap assumption, plus a memory-bound
-    AdamW step (docs/cost-model.md). Prints the report and records
+    Times the `parc.program` of each rank kind op by op: each compute step
+    at the FLOPs of its op graph (the layer's forward traced at the
+    program's batch x seq, its backward, its recompute) under the compute
+    efficiency, each collective at the ring cost of the bytes the program
+    gives it (over the intra-node link when its group fits in a node, the
+    inter-node link otherwise), FSDP collectives on a communication stream
+    in program order overlapping compute, TP collectives blocking it,
+    pipeline transfers waiting on the other stage's send, and a memory-bound
+    AdamW step (docs/cost-model.md). A model without programs is lowered
+    first, as --estimate-memory does. Prints the report and records
     `parc.predicted_step_time_s`, `parc.predicted_tokens_per_s_per_gpu`,
     `parc.predicted_mfu` and `parc.predicted_flops_per_step` on the model.
   }];
