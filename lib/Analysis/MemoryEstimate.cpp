@@ -43,9 +43,15 @@ struct ForwardTrace {
   std::vector<int64_t> widths;
   /// Tensors some op's backward needs.
   llvm::DenseSet<int> saved;
-  /// Results of ops that selective remat does not recompute (matmuls and
-  /// attention): what op-level checkpointing stores.
-  llvm::DenseSet<int> keptOutputs;
+  /// What op-level checkpointing (selective remat) stores: the tensors the
+  /// backward of each op it does not recompute needs (matmuls, attention),
+  /// and what each recomputed op reads from outside the recomputed ops
+  /// (a checkpointed group keeps its inputs).
+  llvm::DenseSet<int> kept;
+  /// Results of recomputed ops, and the statistics bytes they save (which
+  /// selective remat rebuilds rather than keeps).
+  llvm::DenseSet<int> recomputedResults;
+  int64_t recomputedStatisticsBytes = 0;
   /// fp32 statistics ops save beside tensors (attention logsumexp, norm
   /// rstd), in bytes.
   int64_t statisticsBytes = 0;
@@ -189,18 +195,24 @@ private:
       touched += result.elements[id];
     result.largestOpElements = std::max(result.largestOpElements, touched);
 
-    auto &saved = result.saved;
+    // What this op's backward needs, its kernel's own buffers included
+    // (eager attention's probabilities, ...): kept with the op when
+    // selective remat does not recompute it, rebuilt with it when it does.
+    llvm::DenseSet<int> saved;
     bool recomputed = op.hasAttr("parc.recompute");
-    if (!recomputed)
-      result.keptOutputs.insert(results.begin(), results.end());
-    // What an op's kernel allocates and saves (eager attention's
-    // probabilities, ...) is kept with the op when selective remat does not
-    // recompute it, and rebuilt with it when it does.
-    size_t firstBuffer = result.elements.size();
-    llvm::scope_exit keepBuffers([&] {
-      if (!recomputed)
-        for (size_t id = firstBuffer; id < result.elements.size(); ++id)
-          result.keptOutputs.insert(id);
+    int64_t statisticsBefore = result.statisticsBytes;
+    llvm::scope_exit account([&] {
+      result.saved.insert(saved.begin(), saved.end());
+      if (!recomputed) {
+        result.kept.insert(saved.begin(), saved.end());
+        return;
+      }
+      result.recomputedStatisticsBytes +=
+          result.statisticsBytes - statisticsBefore;
+      for (int id : operands)
+        if (!result.recomputedResults.contains(id))
+          result.kept.insert(id);
+      result.recomputedResults.insert(results.begin(), results.end());
     });
     int64_t rows = operands.empty()
                        ? 0
@@ -214,7 +226,7 @@ private:
             [&](auto) { saved.insert(operands[0]); })
         .Case([&](AttentionOp attention) {
           if (kernels.eagerAttention)
-            return saveEagerAttention(attention, operands, results);
+            return saveEagerAttention(attention, operands, saved);
           saved.insert(operands.begin(), operands.end());
           saved.insert(results[0]);
           // Flash attention keeps one fp32 logsumexp per query and head.
@@ -272,8 +284,7 @@ private:
   /// output (a reshaped copy) are kept by attention itself: they stay only
   /// where another op saves them (o_proj keeps the output as its input).
   void saveEagerAttention(AttentionOp attention, ArrayRef<int> operands,
-                          ArrayRef<int> results) {
-    auto &saved = result.saved;
+                          llvm::DenseSet<int> &saved) {
     int64_t headDim = std::max<int64_t>(1, attention.getHeadDim());
     int64_t heads = attention.getNumHeads();
     int64_t kvHeads = std::max<int64_t>(1, attention.getNumKvHeads());
@@ -448,16 +459,19 @@ LayerActivations activationsOf(const ForwardTrace &trace, StringRef remat,
     result.saved = input;
     result.recomputed = everything;
   } else if (remat == "selective") {
-    // Op-level checkpointing stores the layer input and the outputs of the
-    // ops it does not recompute; backward rebuilds every other saved tensor.
-    llvm::DenseSet<int> kept = trace.keptOutputs;
+    // Op-level checkpointing stores the layer input, what the ops it does
+    // not recompute save for their backward and what each recomputed group
+    // reads from outside it; backward rebuilds every other saved tensor.
+    llvm::DenseSet<int> kept = trace.kept;
     kept.insert(trace.input);
-    result.saved = trace.bytes(kept, elementBytes) + trace.statisticsBytes;
+    result.saved = trace.bytes(kept, elementBytes) + trace.statisticsBytes -
+                   trace.recomputedStatisticsBytes;
     llvm::DenseSet<int> rebuilt;
     for (int id : all)
       if (!kept.contains(id))
         rebuilt.insert(id);
-    result.recomputed = trace.bytes(rebuilt, elementBytes);
+    result.recomputed =
+        trace.bytes(rebuilt, elementBytes) + trace.recomputedStatisticsBytes;
   } else {
     result.saved = everything;
   }

@@ -55,16 +55,19 @@
 // FSDP-NEXT: parc.optimizer_step params 2032
 // FSDP-NEXT: }
 
-// Selective remat keeps the input and the outputs of q, attention, up and
-// down (4 x 128 + 240 bf16 = 1504 bytes, + 160 of statistics) and recomputes
-// the norm output, residual and activation input (2 x 128 + 240 = 992
-// bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
+// Selective remat runs the norm, the adds and the activation as
+// checkpointed groups that keep their inputs, beside what q, attention, up
+// and down keep for their backward: x, the norm output, q, the attention
+// output, the residual, up's and the activation's outputs and down's (6 x
+// 128 + 2 x 240 bf16 = 2496 bytes, + 128 of attention statistics). Every
+// tensor a backward needs is kept; the recompute rebuilds the norm's rstd
+// (32 bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
 // micro-batch.
 // REMAT: @all_ranks 64 steps
 // REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2 batch 1 seq 8 {
-// REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<1664xi8>
+// REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<2624xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
-// REMAT: parc.recompute_step "model.layers.1" micro_batch 0 remat "selective" bytes 992
+// REMAT: parc.recompute_step "model.layers.1" micro_batch 0 remat "selective" bytes 32
 // REMAT-NEXT: parc.backward_step "model.layers.1" micro_batch 0
 // Each micro-batch of gradient accumulation reduce-scatters and frees the
 // root after its backward and gathers it again (FSDP2's defaults).
@@ -75,7 +78,7 @@
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<800xbf16> -> tensor<1600xbf16>
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<616xbf16> -> tensor<1232xbf16>
 // REMAT-NEXT: parc.forward_step "" part "head" micro_batch 1
-// REMAT: parc.recompute_step "model.layers.0" micro_batch 1 remat "selective" bytes 992
+// REMAT: parc.recompute_step "model.layers.0" micro_batch 1 remat "selective" bytes 32
 // REMAT: parc.buffer gradient "model.layers.0" micro_batch 1 : tensor<1232xf32>
 // REMAT: parc.optimizer_step params 2032
 
