@@ -530,6 +530,11 @@ LossBytes getLossBytes(ModelOp model, int64_t batch, int64_t seq, TpPlan tp,
     // nll_loss's gradient and log_softmax's, both fp32, live together.
     loss.gradients = 2 * logits * 4;
   }
+  // Vocab-parallel logits gathered for a replicated loss: the gather's
+  // backward cuts this rank's slice out of the logits gradient as a tensor
+  // of its own while the loss's gradients are still alive.
+  if (tp.size > 1 && !tp.lossParallel)
+    loss.gradients += logits / tp.size * computeBytes;
   return loss;
 }
 
@@ -690,7 +695,9 @@ private:
     recomputed = 0;
     recomputeStep.reset();
     live.gradients += unit->unshardedGradients;
-    if (!accumulate)
+    // The sharded gradient exists from the unit's first backward (when it
+    // accumulates over micro-batches, until the optimizer step).
+    if (!accumulate || firstBackward.insert(unit).second)
       live.gradients += unit->shardedGradients;
     pending.push_back({unit, mb});
   }
@@ -702,6 +709,10 @@ private:
       return;
     rootGradients = true;
     live.gradients += root.unshardedGradients - lateRootGradients;
+    if (accumulate && !rootAccumulating) {
+      rootAccumulating = true;
+      live.gradients += root.shardedGradients;
+    }
   }
 
   void releaseRootGradients(const std::string &phase) {
@@ -720,6 +731,14 @@ private:
     std::string phase =
         "reduce-scatter " + (path.empty() ? std::string("root") : path.str()) +
         (mb ? suffix(*mb) : "");
+    const UnitFootprint *unit = path.empty() ? &root : byPath.lookup(path);
+    // Accumulating into a shard that exists already, the reduce-scatter's
+    // result is a shard of its own until it is added in.
+    int64_t transient = accumulate && unit && !scattered.insert(unit).second
+                            ? unit->shardedGradients
+                            : 0;
+    live.gradients += transient;
+    llvm::scope_exit added([&] { live.gradients -= transient; });
     if (path.empty())
       return rootGradients ? releaseRootGradients(phase) : void();
     auto it = llvm::find_if(pending, [&](const PendingGradient &p) {
@@ -761,6 +780,12 @@ private:
   int64_t recomputed = 0;
   std::optional<int64_t> recomputeStep;
   bool rootGradients = false, lateRootHeld = false;
+  /// Units whose accumulated sharded gradient exists (from their first
+  /// backward on); the root's.
+  llvm::DenseSet<const UnitFootprint *> firstBackward;
+  /// Units reduce-scattered at least once this step.
+  llvm::DenseSet<const UnitFootprint *> scattered;
+  bool rootAccumulating = false;
   /// The program op being replayed.
   int64_t index = 0;
 };
@@ -817,8 +842,8 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
   report.hardware = *hardware;
   report.seqLen = seq;
   report.microBatch = batch;
-  // Above one micro-batch per step the sharded gradients accumulate through
-  // the whole step.
+  // Above one micro-batch per step the sharded gradients accumulate from
+  // each unit's first backward to the optimizer step.
   bool accumulate = microBatches > 1;
   for (ProgramOp program : programs) {
     int64_t stage = getProgramStage(program);
@@ -844,11 +869,6 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     for (const UnitFootprint &unit : layers) {
       live.shardedParameters += unit.shardedParameters;
       live.optimizerState += unit.optimizerState;
-    }
-    if (accumulate) {
-      live.gradients += root.shardedGradients;
-      for (const UnitFootprint &unit : layers)
-        live.gradients += unit.shardedGradients;
     }
     replay.note("start of step", -1);
     replay.run(program);
