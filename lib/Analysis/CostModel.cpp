@@ -441,6 +441,7 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   const FsdpUnitSize &anyUnit = sizes->roots.front();
   pricing.optimizerBytesPerElement =
       double(3 * anyUnit.masterBytes + 4 * anyUnit.optimBytes);
+  pricing.gradientBytesPerElement = double(anyUnit.masterBytes);
   // A fixed fraction hidden is taken off a timeline on which every FSDP
   // collective blocks.
   pricing.blocking = overlapFraction.has_value();

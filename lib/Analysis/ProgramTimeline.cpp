@@ -264,6 +264,26 @@ struct Simulation {
           p.received = std::max(p.received, it->second.front());
           it->second.pop_front();
         })
+        .Case([&](ClipGradNormOp) {
+          // The global norm reads every gradient shard once, after every
+          // reduction of the step; the scaling is in place.
+          auto update = dyn_cast_or_null<OptimizerStepOp>(op->getNextNode());
+          double bytes = update ? double(update.getParams()) *
+                                      pricing.gradientBytesPerElement
+                                : 0;
+          double start = std::max(p.t, p.commFree);
+          p.time.fsdpWait += std::max(0.0, p.fsdpFree - p.t);
+          double seconds = bytes / pricing.memoryBandwidth;
+          TimedStep &timed = record(p, index, "clip grad norm",
+                                    TimedStep::Compute, start, seconds);
+          timed.bytes = bytes;
+          timed.issued = start;
+          timed.microBatch = -1;
+          // Reported with the optimizer step it belongs to.
+          p.time.optimizerBytes += bytes;
+          p.time.optimizerSeconds += seconds;
+          p.t = start + seconds;
+        })
         .Case([&](OptimizerStepOp optimizer) {
           // Every reduction of the step lands before the update.
           double start = std::max(p.t, p.commFree);

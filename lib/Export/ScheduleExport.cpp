@@ -64,6 +64,7 @@ struct StepFields {
   int64_t microBatch = -1, chunk = 0;
   int32_t operand = -1, result = -1;
   int64_t elements = 0, bytes = 0, peer = -1, params = 0;
+  double maxNorm = 0;
   std::vector<int64_t> group;
   schema::BufferKind bufferKind = schema::BufferKind::ParamShard;
 };
@@ -202,6 +203,11 @@ private:
           fields.params = step.getParams();
           return success();
         })
+        .Case([&](ClipGradNormOp step) {
+          fields.kind = schema::StepKind::ClipGradNorm;
+          fields.maxNorm = step.getMaxNorm().convertToDouble();
+          return success();
+        })
         .Default([&](Operation *other) {
           return other->emitOpError() << "is no step plan.bin can hold";
         });
@@ -230,7 +236,7 @@ private:
     return schema::CreateStep(fbb, f.kind, module, part, f.microBatch,
                               f.chunk, f.operand, f.result, f.elements,
                               element, f.bytes, grid, f.peer, group,
-                              f.bufferKind, remat, f.params);
+                              f.bufferKind, remat, f.params, f.maxNorm);
   }
 
   fb::FlatBufferBuilder &fbb;
@@ -421,6 +427,9 @@ private:
     }
     case Kind::OptimizerStep:
       OptimizerStepOp::create(b, loc, b.getI64IntegerAttr(step.params()));
+      return success();
+    case Kind::ClipGradNorm:
+      ClipGradNormOp::create(b, loc, b.getF64FloatAttr(step.max_norm()));
       return success();
     }
     if (!op)

@@ -92,6 +92,7 @@ void mlir::parc::buildPlanPipeline(OpPassManager &pm,
   lower.gradAccumulation = request.pp > 1 ? 1 : request.gradAccumulation;
   lower.hardware = request.hardware;
   lower.hardwareDir = hardwareDir.str();
+  lower.maxNorm = request.maxNorm;
   pm.addPass(createLowerToSchedule(lower));
 }
 

@@ -21,6 +21,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
 #include <yaml-cpp/yaml.h>
 
 #include <optional>
@@ -77,6 +78,9 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Dtype of the AdamW moments (default fp32)"},
     {"train.optimizer", "optimizer", false, "name",
      "Optimizer: adamw (default)"},
+    {"train.max_norm", "max-norm", false, "x",
+     "Clip gradients to this global norm before each optimizer step; 0 "
+     "disables (default 1.0)"},
     {"train.frozen", "freeze", true, "path",
      "Dotted paths of modules to freeze (no gradients, no optimizer state)"},
     {"cluster.hardware", "hardware", false, "name",
@@ -196,6 +200,7 @@ private:
   /// A scalar's text, or an error naming what `key` must be.
   std::optional<std::string> scalar(StringRef key, StringRef expected);
   void readPositive(StringRef key, int64_t &out);
+  void readNonNegative(StringRef key, double &out);
   void readString(StringRef key, std::string &out);
   void readChoice(StringRef key, ArrayRef<StringRef> choices, std::string &out);
   void readDtype(StringRef key, RecipeDtype &out);
@@ -339,6 +344,21 @@ std::optional<std::string> RecipeReader::scalar(StringRef key,
     return std::nullopt;
   }
   return entry->value.Scalar();
+}
+
+void RecipeReader::readNonNegative(StringRef key, double &out) {
+  const Entry *entry = lookup(key);
+  std::optional<std::string> text = scalar(key, "a number >= 0");
+  if (!text)
+    return;
+  double value;
+  if (entry->value.Tag() == "!" || StringRef(*text).getAsDouble(value) ||
+      !(value >= 0) || std::isinf(value)) {
+    error(*entry) << "key '" << key << "' must be a number >= 0, got '"
+                  << *text << "'";
+    return;
+  }
+  out = value;
 }
 
 void RecipeReader::readPositive(StringRef key, int64_t &out) {
@@ -515,6 +535,7 @@ void RecipeReader::build(PlanRequest &request) {
   readDtype("train.grad_reduce_dtype", request.gradReduceDtype);
   readDtype("train.optim_dtype", request.optimDtype);
   readChoice("train.optimizer", {"adamw"}, request.optimizer);
+  readNonNegative("train.max_norm", request.maxNorm);
   readList("train.frozen", request.frozen);
 
   if (!lookup("cluster.hardware"))

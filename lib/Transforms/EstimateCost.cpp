@@ -24,8 +24,13 @@ struct EstimateCostPass : public impl::EstimateCostBase<EstimateCostPass> {
     options.gradAccumulation =
         gradAccumulation.hasValue() ? int64_t(gradAccumulation) : 0;
     options.imageTokens = imageTokens;
-    LowerToScheduleOptions lower{seqLen,      microBatch, gradAccumulation,
-                                 imageTokens, hardware,   hardwareDir};
+    LowerToScheduleOptions lower;
+    lower.seqLen = seqLen;
+    lower.microBatch = microBatch;
+    lower.gradAccumulation = gradAccumulation;
+    lower.imageTokens = imageTokens;
+    lower.hardware = hardware;
+    lower.hardwareDir = hardwareDir;
     options.gpusPerNode = gpusPerNode;
     options.computeEfficiency = computeEfficiency;
     options.overlap = overlap;

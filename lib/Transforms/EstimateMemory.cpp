@@ -25,8 +25,13 @@ struct EstimateMemoryPass
     options.gradAccumulation =
         gradAccumulation.hasValue() ? int64_t(gradAccumulation) : 0;
     options.imageTokens = imageTokens;
-    LowerToScheduleOptions lower{seqLen,      microBatch, gradAccumulation,
-                                 imageTokens, hardware,   hardwareDir};
+    LowerToScheduleOptions lower;
+    lower.seqLen = seqLen;
+    lower.microBatch = microBatch;
+    lower.gradAccumulation = gradAccumulation;
+    lower.imageTokens = imageTokens;
+    lower.hardware = hardware;
+    lower.hardwareDir = hardwareDir;
     for (ModelOp model : getOperation().getOps<ModelOp>()) {
       if (failed(ensureLowered(model, lower)))
         return signalPassFailure();

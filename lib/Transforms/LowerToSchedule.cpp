@@ -189,6 +189,8 @@ struct SchedulePlan {
   int64_t shards = 1, tpSize = 1, stages = 1, chunks = 1, microBatches = 1;
   int64_t dpSize = 1, world = 1;
   int64_t seq = 0, mbs = 1;
+  /// Clip to this global gradient norm before the optimizer (0: never).
+  double maxNorm = 0;
   bool sequenceParallel = false;
   Type compute, reduce;
   /// Per stage: its steps, its layers in execution order, its root part.
@@ -819,6 +821,8 @@ private:
                       unit.part->reduce);
       shard::AllReduceOp::create(b, loc, grad.getType(), dpGrid, axes, grad);
     }
+    if (plan.maxNorm > 0)
+      ClipGradNormOp::create(b, loc, b.getF64FloatAttr(plan.maxNorm));
     OptimizerStepOp::create(b, loc, b.getI64IntegerAttr(params));
   }
 
@@ -846,9 +850,14 @@ LogicalResult lowerModel(ModelOp model, const LowerToScheduleOptions &options) {
   PlanReader reader(model, options.seqLen, options.microBatch,
                     options.gradAccumulation, options.imageTokens,
                     hardware->kernels);
+  if (!(options.maxNorm >= 0))
+    return mlir::emitError(model->getLoc())
+           << "lower-to-schedule: max-norm must be >= 0 (0: no clipping), got "
+           << options.maxNorm;
   FailureOr<SchedulePlan> plan = reader.read();
   if (failed(plan))
     return failure();
+  plan->maxNorm = options.maxNorm;
   for (Operation &op : llvm::make_early_inc_range(*model.getBody()))
     if (isa<ProgramOp>(op))
       op.erase();
@@ -886,8 +895,14 @@ struct LowerToSchedulePass
   using Base::Base;
 
   void runOnOperation() override {
-    LowerToScheduleOptions options{seqLen,      microBatch, gradAccumulation,
-                                   imageTokens, hardware,   hardwareDir};
+    LowerToScheduleOptions options;
+    options.seqLen = seqLen;
+    options.microBatch = microBatch;
+    options.gradAccumulation = gradAccumulation;
+    options.imageTokens = imageTokens;
+    options.maxNorm = maxNorm;
+    options.hardware = hardware;
+    options.hardwareDir = hardwareDir;
     for (ModelOp model : getOperation().getOps<ModelOp>())
       if (failed(lowerModel(model, options)))
         return signalPassFailure();

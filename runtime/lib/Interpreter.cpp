@@ -662,6 +662,11 @@ double Executor::Interpreter::run(const plan::Program &program,
         recvActivations(i, in, step.peer(), gradients);
       break;
     }
+    case plan::StepKind::ClipGradNorm:
+      exec.ppComm->flushSends();
+      if (stepHooks.clip)
+        stepHooks.clip(step.max_norm(), lossSum);
+      break;
     case plan::StepKind::OptimizerStep:
       exec.ppComm->flushSends();
       if (stepHooks.optimizer)

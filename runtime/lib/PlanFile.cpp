@@ -298,6 +298,15 @@ void parc::runtime::describePlan(const plan::Plan &plan, std::ostream &os) {
               os << (i ? "," : "") << coverage->indices()->Get(i);
           os << "]";
         }
+      double maxNorm = 0;
+      if (program->steps())
+        for (const plan::Step *step : *program->steps())
+          if (step->kind() == plan::StepKind::ClipGradNorm)
+            maxNorm = step->max_norm();
+      if (maxNorm > 0)
+        os << ", clips gradients to norm " << maxNorm;
+      else
+        os << ", no gradient clipping";
       os << "\n";
     }
   size_t numForwards = plan.forwards() ? plan.forwards()->size() : 0;

@@ -101,7 +101,8 @@ public:
                      kind != plan::StepKind::Forward &&
                      kind != plan::StepKind::Backward &&
                      kind != plan::StepKind::Recompute &&
-                     kind != plan::StepKind::OptimizerStep;
+                     kind != plan::StepKind::OptimizerStep &&
+                     kind != plan::StepKind::ClipGradNorm;
       if (defines != (step.result() >= 0))
         return fail(i, std::string(kindName(kind)) +
                            (defines ? " defines no tensor"
@@ -126,7 +127,8 @@ public:
                    kind != plan::StepKind::Backward &&
                    kind != plan::StepKind::Recompute &&
                    kind != plan::StepKind::Save &&
-                   kind != plan::StepKind::OptimizerStep;
+                   kind != plan::StepKind::OptimizerStep &&
+                   kind != plan::StepKind::ClipGradNorm;
       if (reads && operand < 0)
         return fail(i, std::string(kindName(kind)) + " reads no tensor");
       switch (kind) {
@@ -159,6 +161,19 @@ public:
       case plan::StepKind::OptimizerStep:
         optimizer = true;
         break;
+      case plan::StepKind::ClipGradNorm: {
+        // The norm is of the reduced gradients the update then uses.
+        bool last = i + 1 == steps->size();
+        if (last ||
+            steps->Get(i + 1)->kind() != plan::StepKind::OptimizerStep)
+          return fail(i, "ClipGradNorm does not immediately precede the "
+                         "optimizer step");
+        if (!(step.max_norm() > 0))
+          return fail(i, "ClipGradNorm to max_norm " +
+                             std::to_string(step.max_norm()) +
+                             " (it must be positive)");
+        break;
+      }
       case plan::StepKind::Buffer:
       case plan::StepKind::Save:
         break;
@@ -499,6 +514,8 @@ std::string parc::runtime::stepName(const plan::Program &program,
     return "recompute " + partName(step);
   case plan::StepKind::OptimizerStep:
     return "optimizer step";
+  case plan::StepKind::ClipGradNorm:
+    return "clip grad norm";
   case plan::StepKind::AllGather:
     return buffer && kind != plan::BufferKind::ParamShard
                ? std::string("all-gather ") + bufferKindName(kind) + " " + of
@@ -533,6 +550,7 @@ StepTrack parc::runtime::stepTrack(const plan::Step &step) {
   case plan::StepKind::Forward:
   case plan::StepKind::Backward:
   case plan::StepKind::Recompute:
+  case plan::StepKind::ClipGradNorm:
   case plan::StepKind::OptimizerStep:
     return StepTrack::Compute;
   case plan::StepKind::Buffer:

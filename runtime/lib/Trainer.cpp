@@ -432,12 +432,12 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     ProgramHooks hooks;
     hooks.batch = batch;
     hooks.afterForward = fault;
-    hooks.optimizer = [&](double lossSum) {
-      at::NoGradGuard noGrad;
-      // Global gradient norm over the shards: padding rows have zero
-      // gradients, a tie group is one slot, and gradSquares leaves out the
-      // copies (TP-replicated, tied across stages), so each value counts once.
-      // The loss is counted by the last stage's TP rank 0 of each data shard.
+    // Global gradient norm over the shards: padding rows have zero
+    // gradients, a tie group is one slot, and gradSquares leaves out the
+    // copies (TP-replicated, tied across stages), so each value counts once.
+    // The loss is counted by the last stage's TP rank 0 of each data shard.
+    bool normed = false;
+    auto measure = [&](double lossSum) {
       at::Tensor sumSq = at::zeros({2}, at::kDouble);
       sumSq[0] = exec.gradSquares();
       sumSq[1] = layout.isLastStage() && layout.tpIndex == 0
@@ -446,7 +446,24 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
       comm.allReduceSum(sumSq);
       gradNorm = std::sqrt(sumSq[0].item<double>());
       meanLoss = sumSq[1].item<double>() / dp;
-      double coef = options.clip > 0 ? options.clip / (gradNorm + 1e-6) : 1.0;
+      normed = true;
+    };
+    // The program's clip_grad_norm: scale every gradient shard down to the
+    // plan's norm (torch.nn.utils.clip_grad_norm_).
+    hooks.clip = [&](double maxNorm, double lossSum) {
+      at::NoGradGuard noGrad;
+      measure(lossSum);
+      double coef = maxNorm / (gradNorm + 1e-6);
+      if (coef >= 1.0)
+        return;
+      for (ParamSlot &slot : exec.slots())
+        if (slot.local && !slot.frozen && slot.master.grad().defined())
+          slot.master.mutable_grad().mul_(coef);
+    };
+    hooks.optimizer = [&](double lossSum) {
+      at::NoGradGuard noGrad;
+      if (!normed)
+        measure(lossSum);
 
       // AdamW (decoupled weight decay, bias-corrected moments), as
       // torch.optim.AdamW, on the fp32 master shards.
@@ -456,8 +473,6 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
         if (!slot.local || slot.frozen || !slot.master.grad().defined())
           continue;
         at::Tensor grad = slot.master.grad();
-        if (coef < 1.0)
-          grad.mul_(coef);
         at::Tensor p = slot.master.detach();
         p.mul_(1 - options.lr * options.weightDecay);
         slot.expAvg.lerp_(grad, 1 - options.beta1);

@@ -36,21 +36,22 @@
 // backward, nothing left to hide behind: 0.4928 us) and the last
 // reduce-scatters (layer 0 + root: 1.1328 us).
 // CHECK-NEXT: exposed communication 2.7584e-06 s overlap schedule
-// AdamW over 2032 f32 per rank: read p, g, m, v and write p, m, v = 7 x 8128 B.
-// CHECK-NEXT: optimizer step 2.8448e-06 s 56896 B at 20 GB/s
-// 7.5776 + 2.7584 + 2.8448 us.
-// CHECK-NEXT: step 1.31808e-05 s x 1 micro-batches
-// 8 / 13.1808 us; 28416 x 606943 / 50e9.
-// CHECK-NEXT: tokens/s/GPU 606943
-// CHECK-NEXT: MFU 34.49%
-// CHECK: parc.model @tiny {{.*}}parc.predicted_flops_per_step = 2.273280e+05 : f64, parc.predicted_mfu = 0.3449{{[0-9]*}} : f64, parc.predicted_step_time_s = 1.318080e-05 : f64, parc.predicted_tokens_per_s_per_gpu = 606943.{{[0-9]*}} : f64
+// The gradient clipping reads the 2032 f32 gradients per rank once (8128 B),
+// then AdamW reads p, g, m, v and writes p, m, v = 7 x 8128 B.
+// CHECK-NEXT: optimizer step 3.2512e-06 s 65024 B at 20 GB/s
+// 7.5776 + 2.7584 + 3.2512 us.
+// CHECK-NEXT: step 1.35872e-05 s x 1 micro-batches
+// 8 / 13.5872 us; 28416 x 588789 / 50e9.
+// CHECK-NEXT: tokens/s/GPU 588789
+// CHECK-NEXT: MFU 33.46%
+// CHECK: parc.model @tiny {{.*}}parc.predicted_flops_per_step = 2.273280e+05 : f64, parc.predicted_mfu = 0.3346{{[0-9]*}} : f64, parc.predicted_step_time_s = 1.358720e-05 : f64, parc.predicted_tokens_per_s_per_gpu = 588789.{{[0-9]*}} : f64
 
 // Full remat reruns each layer's forward once (2 x 23488); model FLOPs per
 // token do not change.
 // FULL: recompute 46976 FLOPs
 // FULL-NEXT: total 274304 FLOPs
 // FULL-NEXT: model FLOPs per token 28416 FLOPs
-// FULL: MFU 30.83%
+// FULL: MFU 30.00%
 
 // Selective remat reruns the ops marked parc.recompute: the norm, the silu
 // and the two adds (512 + 960 + 2 x 128 per layer).
@@ -58,7 +59,7 @@
 
 // No overlap: every collective blocks compute.
 // NONE: exposed communication 4.2368e-06 s overlap none
-// NONE: step 1.46592e-05 s
+// NONE: step 1.50656e-05 s
 
 // Half the communication hidden.
 // HALF: exposed communication 2.1184e-06 s overlap 0.5
@@ -70,7 +71,7 @@
 // ACCUM-NEXT: model FLOPs per token 28416 FLOPs
 // ACCUM-NEXT: compute 3.03104e-05 s
 // ACCUM-NEXT: communication 6.77888e-05 s 20 all-gathers 104448 B, 12 reduce-scatters 65024 B, ring over inter-node 1.25 GB/s
-// ACCUM: optimizer step 2.8448e-06 s
+// ACCUM: optimizer step 3.2512e-06 s
 // ACCUM: step {{.*}} s x 4 micro-batches
 
 // One rank: no communication; the whole peak (efficiency 1).

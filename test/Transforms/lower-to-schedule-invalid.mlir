@@ -1,7 +1,10 @@
 // RUN: parc-opt %s -split-input-file -verify-diagnostics --lower-to-schedule=seq=8
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-pp=stages=2 microbatches=2" --apply-fsdp=shards=1 2>/dev/null | not parc-opt "--lower-to-schedule=grad-accum=4" 2>&1 | FileCheck %s --check-prefix=ACCUM
 
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 2>/dev/null | not parc-opt "--lower-to-schedule=seq=8 max-norm=-1" 2>&1 | FileCheck %s --check-prefix=NORM
+
 // ACCUM: error: lower-to-schedule: grad-accum = 4 with a pipeline: the micro-batches are parc.pp's (2)
+// NORM: error: lower-to-schedule: max-norm must be >= 0 (0: no clipping), got -1
 
 // Not yet planned: no layers discovered.
 // expected-error@+1 {{lower-to-schedule: @undiscovered has no discovered layers: run --discover-layers first}}

@@ -6,6 +6,8 @@
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-tp=size=2 sequence-parallel=true" --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=SP
 // Re-running replaces the programs.
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" --lower-to-schedule 2>/dev/null | FileCheck %s --check-prefix=AGAIN
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--lower-to-schedule=seq=8 max-norm=0.5" 2>/dev/null | FileCheck %s --check-prefix=CLIP
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--lower-to-schedule=seq=8 max-norm=0" 2>/dev/null | FileCheck %s --check-prefix=NOCLIP
 
 // Sizes of the tiny models (f32 IR, bf16 compute, f32 reduce): a layer holds
 // norm 16 + q 16x16 + up 30x16 + down 16x30 = 1232 parameters; the root the
@@ -18,7 +20,7 @@
 // output, q, attention output, residual (5 x 128) and up / activation
 // (2 x 240) bf16 elements = 2240 bytes, plus fp32 statistics: attention
 // logsumexp 8 x 4 heads and norm rstd 8 = 40 x 4 bytes.
-// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 32 steps
+// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 33 steps
 // FSDP-LABEL: parc.program @all_ranks ranks 2 covers {} micro_batches 1 batch 1 seq 8 {
 // FSDP-NEXT: %[[ROOT:.*]] = parc.buffer param_shard "" : tensor<800xbf16>
 // FSDP-NEXT: %[[W0:.*]] = parc.buffer param_shard "model.layers.0" : tensor<616xbf16>
@@ -52,6 +54,7 @@
 // FSDP-NEXT: shard.reduce_scatter %[[DR]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1600xf32> -> tensor<800xf32>
 // FSDP-NEXT: parc.free %[[GROOT]] : tensor<1600xbf16>
 // (1600 + 2 x 1232) / 2 shards.
+// FSDP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
 // FSDP-NEXT: parc.optimizer_step params 2032
 // FSDP-NEXT: }
 
@@ -63,7 +66,7 @@
 // tensor a backward needs is kept; the recompute rebuilds the norm's rstd
 // (32 bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
 // micro-batch.
-// REMAT: @all_ranks 64 steps
+// REMAT: @all_ranks 65 steps
 // REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2 batch 1 seq 8 {
 // REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<2624xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
@@ -88,7 +91,7 @@
 // input (128 bf16 = 256 bytes) and recomputes 2400. Each stage holds a copy
 // of the tied embedding / lm_head (1600), whose gradient shards (800 f32)
 // are all-reduced between the two stages.
-// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 66 steps, @stage_1 66 steps
+// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 67 steps, @stage_1 67 steps
 // PP-LABEL: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 2 batch 1 seq 8 {
 // PP: parc.forward_step "model.layers.1" micro_batch 0
 // PP-NEXT: parc.save "model.layers.1" micro_batch 0 : tensor<256xi8>
@@ -109,6 +112,7 @@
 // PP-NEXT: parc.free
 // PP-NEXT: %[[T0:.*]] = parc.buffer gradient "model.embed.weight" : tensor<800xf32>
 // PP-NEXT: shard.all_reduce %[[T0]] on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<800xf32> -> tensor<800xf32>
+// PP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
 // PP-NEXT: parc.optimizer_step params 2032
 // PP-NEXT: }
 // PP-LABEL: parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 2 batch 1 seq 8 {
@@ -121,6 +125,7 @@
 // PP-NEXT: shard.send {{.*}} on @pp grid_axes = [0] destination = [0]
 // PP-NEXT: parc.buffer activation "model.layers.2" micro_batch 1
 // PP: shard.all_reduce {{.*}} on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<800xf32>
+// PP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
 // PP-NEXT: parc.optimizer_step params 2032
 
 // Interleaved 1F1B, 2 stages x 2 chunks: stage 1 holds layers 1 (chunk 0)
@@ -198,3 +203,12 @@
 
 // AGAIN-COUNT-1: parc.program
 // AGAIN-NOT: parc.program
+
+// Clipping to the plan's max-norm (torchtitan's max_norm, 1.0 by default) is
+// the step between the last reduction and the optimizer; 0 plans none.
+// CLIP-LABEL: parc.program @all_ranks
+// CLIP: parc.clip_grad_norm max_norm 5.000000e-01
+// CLIP-NEXT: parc.optimizer_step params 2032
+// NOCLIP-LABEL: parc.program @all_ranks
+// NOCLIP-NOT: parc.clip_grad_norm
+// NOCLIP: parc.optimizer_step params 2032

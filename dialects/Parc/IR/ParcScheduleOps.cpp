@@ -82,6 +82,23 @@ LogicalResult BufferOp::verify() {
   return success();
 }
 
+LogicalResult ClipGradNormOp::verify() {
+  double maxNorm = getMaxNorm().convertToDouble();
+  if (!(maxNorm > 0))
+    return emitOpError() << "max_norm must be positive, got " << maxNorm;
+  // The norm is of the step's reduced gradients, and the update uses them.
+  Operation *next = getOperation()->getNextNode();
+  if (!next || !isa<OptimizerStepOp>(next)) {
+    InFlightDiagnostic diag = emitOpError()
+                              << "must immediately precede the program's "
+                                 "parc.optimizer_step";
+    if (next)
+      diag.attachNote(next->getLoc()) << "followed by this op instead";
+    return diag;
+  }
+  return success();
+}
+
 LogicalResult OptimizerStepOp::verify() {
   if (int64_t(getParams()) < 0)
     return emitOpError() << "params must be >= 0, got "
@@ -174,7 +191,7 @@ private:
         name == "shard.all_reduce" || name == "shard.send" ||
         name == "shard.recv")
       return success();
-    if (isa<BufferOp, OptimizerStepOp>(op))
+    if (isa<BufferOp, ClipGradNormOp, OptimizerStepOp>(op))
       return checkMicroBatch(op, op.getAttrOfType<IntegerAttr>("micro_batch"));
     if (auto free = dyn_cast<FreeOp>(op))
       return checkFree(free);

@@ -160,6 +160,22 @@ def Parc_FreeOp : Parc_StepOp<"free"> {
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
 }
 
+def Parc_ClipGradNormOp : Parc_StepOp<"clip_grad_norm"> {
+  let summary = "Scale the step's gradients to a global norm";
+  let description = [{
+    After every gradient of the step has been reduced, computes the global
+    L2 norm of all gradients (each rank's shards, summed over every rank of
+    the model: FSDP shards, TP ranks, pipeline stages, replicas; copies
+    counted once) and, when it exceeds `max_norm`, scales them by
+    `max_norm / norm` in place (torch.nn.utils.clip_grad_norm_). It
+    immediately precedes the `parc.optimizer_step`; a program without one
+    does not clip.
+  }];
+  let arguments = (ins F64Attr:$max_norm);
+  let assemblyFormat = "`max_norm` $max_norm attr-dict";
+  let hasVerifier = 1;
+}
+
 def Parc_OptimizerStepOp : Parc_StepOp<"optimizer_step"> {
   let summary = "AdamW over this rank's trainable shards";
   let description = [{

@@ -37,6 +37,8 @@ struct StepPricing {
   double memoryBandwidth = 0;
   /// AdamW traffic per trainable element of the rank's shards.
   double optimizerBytesPerElement = 0;
+  /// Bytes of one element of a gradient shard (the master dtype).
+  double gradientBytesPerElement = 0;
   /// Every FSDP collective blocks the compute stream until it completes
   /// (overlap none).
   bool blocking = false;

@@ -54,6 +54,9 @@ struct PlanRequest {
   RecipeDtype gradReduceDtype = RecipeDtype::FP32;
   RecipeDtype optimDtype = RecipeDtype::FP32;
   std::string optimizer = "adamw";
+  /// Clip gradients to this global norm before each optimizer step (0: no
+  /// clipping); torchtitan's default.
+  double maxNorm = 1.0;
   /// Dotted paths of modules that get no gradients.
   std::vector<std::string> frozen;
 

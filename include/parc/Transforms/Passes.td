@@ -295,8 +295,9 @@ def LowerToSchedule : Pass<"lower-to-schedule", "::mlir::ModuleOp"> {
     micro-batch (and chunk), saved activations and their frees, pipeline
     sends and receives of activations and their gradients, recomputes,
     backwards, gradient reduce-scatters, all-reduces (TP collectives,
-    tied copies over pp, data-parallel replicas over a `shard.grid @dp`), and
-    the optimizer step. Collectives are `shard` ops on the model's grids over
+    tied copies over pp, data-parallel replicas over a `shard.grid @dp`),
+    gradient clipping to `max-norm` (torchtitan's `max_norm`, 1.0 by
+    default) and the optimizer step. Collectives are `shard` ops on the model's grids over
     `parc.buffer`s of the exact size; collectives over an axis of size 1 are
     omitted. docs/schedule.md lists the vocabulary.
 
@@ -325,6 +326,9 @@ def LowerToSchedule : Pass<"lower-to-schedule", "::mlir::ModuleOp"> {
            "Micro-batches per optimizer step without a pipeline">,
     Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
            "Image tokens per sample entering a vision stack">,
+    Option<"maxNorm", "max-norm", "double", /*default=*/"1.0",
+           "Clip gradients to this global norm before the optimizer step "
+           "(0: no clipping)">,
     Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-80gb\"",
            "Hardware profile whose kernels decide what a forward saves">,
     Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",

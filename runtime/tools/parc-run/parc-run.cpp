@@ -56,7 +56,7 @@ constexpr const char *kUsage =
     "  --trace FILE       Chrome trace of every program step each rank ran\n"
     "  --data FILE        token ids (nanoGPT .bin); default: seeded synthetic\n"
     "  --data-dtype T     uint16 (default) or uint32\n"
-    "  --lr X --weight-decay X --clip X --seed N\n"
+    "  --lr X --weight-decay X --seed N\n"
     "  --save DIR         write a checkpoint at the end (and every K steps)\n"
     "  --save-every K\n"
     "  --resume DIR       continue from a checkpoint\n"
@@ -145,7 +145,9 @@ Args parseArgs(int argc, char **argv) {
     else if (flag == "--weight-decay")
       args.train.weightDecay = toDouble(flag, value());
     else if (flag == "--clip")
-      args.train.clip = toDouble(flag, value());
+      fail(flag + ": the plan carries its gradient clipping (its program's "
+                  "clip_grad_norm step, see --describe); plan another with "
+                  "parc-plan --max-norm");
     else if (flag == "--seed")
       args.train.seed = toInt(flag, value());
     else if (flag == "--save")

@@ -670,3 +670,27 @@ parc.model @ranks_mismatch class "M" {
   parc.program @p ranks 4 covers {pp = array<i64: 1>} micro_batches 1 batch 1 seq 8 {
   }
 }
+
+// -----
+
+parc.model @clip_not_before_optimizer class "M" {
+  shard.grid @fsdp(shape = 2)
+  parc.program @p ranks 2 covers {} micro_batches 1 batch 1 seq 8 {
+    // expected-error@+1 {{must immediately precede the program's parc.optimizer_step}}
+    parc.clip_grad_norm max_norm 1.0
+    // expected-note@+1 {{followed by this op instead}}
+    %b = parc.buffer gradient "" : tensor<16xf32>
+    parc.optimizer_step params 16
+  }
+}
+
+// -----
+
+parc.model @clip_zero_norm class "M" {
+  shard.grid @fsdp(shape = 2)
+  parc.program @p ranks 2 covers {} micro_batches 1 batch 1 seq 8 {
+    // expected-error@+1 {{max_norm must be positive, got 0}}
+    parc.clip_grad_norm max_norm 0.0
+    parc.optimizer_step params 16
+  }
+}

@@ -217,6 +217,8 @@ parc.model @scheduled class "M" {
     parc.backward_step "" part "head" micro_batch 0
     // CHECK: shard.all_reduce %{{.*}} on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<8xf32> -> tensor<8xf32>
     %t = shard.all_reduce %r on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<8xf32> -> tensor<8xf32>
+    // CHECK-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
+    parc.clip_grad_norm max_norm 1.0
     // CHECK-NEXT: parc.optimizer_step params 8
     parc.optimizer_step params 8
   }

@@ -88,8 +88,11 @@ struct ProgramHooks {
   std::function<std::pair<at::Tensor, at::Tensor>(int64_t)> batch;
   /// After the first forward step of micro-batch 0 (fault injection).
   std::function<void(int64_t)> afterForward;
-  /// The program's optimizer step (norm, clipping, AdamW), given the sum of
-  /// this rank's micro-batch losses.
+  /// The program's gradient clipping to a global norm, given the norm and
+  /// the sum of this rank's micro-batch losses.
+  std::function<void(double, double)> clip;
+  /// The program's optimizer step (AdamW; the norm too when the program
+  /// does not clip), given the sum of this rank's micro-batch losses.
   std::function<void(double)> optimizer;
   /// After each step: its index, when it started and how long it took
   /// (steady-clock seconds).

@@ -23,8 +23,6 @@ struct TrainOptions {
   uint64_t seed = 1234;
   double lr = 1e-3;
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weightDecay = 0.01;
-  /// Clip gradients to this global norm; 0 disables clipping.
-  double clip = 1.0;
   std::string dataPath;
   int dataBits = 16;
   std::string logPath;
