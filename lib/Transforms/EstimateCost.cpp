@@ -19,18 +19,13 @@ struct EstimateCostPass : public impl::EstimateCostBase<EstimateCostPass> {
     options.hardware = hardware;
     options.hardwareDir = hardwareDir;
     // The step is the programs'; a batch given here must be theirs.
-    options.seqLen = seqLen.hasValue() ? int64_t(seqLen) : 0;
-    options.microBatch = microBatch.hasValue() ? int64_t(microBatch) : 0;
-    options.gradAccumulation =
-        gradAccumulation.hasValue() ? int64_t(gradAccumulation) : 0;
+    options.seqLen = getExplicit(seqLen);
+    options.microBatch = getExplicit(microBatch);
+    options.gradAccumulation = getExplicit(gradAccumulation);
     options.imageTokens = imageTokens;
-    LowerToScheduleOptions lower;
-    lower.seqLen = seqLen;
-    lower.microBatch = microBatch;
-    lower.gradAccumulation = gradAccumulation;
-    lower.imageTokens = imageTokens;
-    lower.hardware = hardware;
-    lower.hardwareDir = hardwareDir;
+    LowerToScheduleOptions lower =
+        getOnDemandLowering(seqLen, microBatch, gradAccumulation, imageTokens,
+                            hardware, hardwareDir);
     options.gpusPerNode = gpusPerNode;
     options.computeEfficiency = computeEfficiency;
     options.overlap = overlap;

@@ -28,6 +28,27 @@ LogicalResult ensureLayersDiscovered(ModelOp model);
 LogicalResult ensureLowered(ModelOp model,
                             const LowerToScheduleOptions &options);
 
+/// The lowering --estimate-memory and --estimate-cost run on demand, from
+/// the batch and hardware options they share.
+inline LowerToScheduleOptions
+getOnDemandLowering(int64_t seqLen, int64_t microBatch,
+                    int64_t gradAccumulation, int64_t imageTokens,
+                    StringRef hardware, StringRef hardwareDir) {
+  LowerToScheduleOptions lower;
+  lower.seqLen = seqLen;
+  lower.microBatch = microBatch;
+  lower.gradAccumulation = gradAccumulation;
+  lower.imageTokens = imageTokens;
+  lower.hardware = hardware.str();
+  lower.hardwareDir = hardwareDir.str();
+  return lower;
+}
+
+/// An analysis option given on the command line, or 0 (the programs' own).
+template <typename Option> int64_t getExplicit(const Option &option) {
+  return option.hasValue() ? int64_t(option) : 0;
+}
+
 } // namespace mlir::parc
 
 #endif // PARC_TRANSFORMS_PASSES_H
