@@ -80,10 +80,11 @@ struct CostOptions {
   std::string overlap = "schedule";
 };
 
-/// One step of the two-stream replay: a compute step ("forward
-/// model.layers.0", "recompute ...", "backward ...", "forward loss",
-/// "backward loss", "optimizer step") or a collective ("all-gather root",
-/// "reduce-scatter model.layers.3").
+/// One timed program step: a compute step ("forward model.layers.0",
+/// "recompute ...", "backward ...", "forward loss", "backward loss",
+/// "clip grad norm", "optimizer step") or a collective ("all-gather root",
+/// "reduce-scatter model.layers.3", "all-reduce dp root", "send
+/// activations"), named as parc-run's trace names it.
 struct TimedStep {
   enum Stream { Compute, Communication };
   std::string name;

@@ -1,9 +1,10 @@
 //===- Trace.h - a plan's schedule as Chrome trace-event JSON ---*- C++ -*-===//
 //
-// parc-plan --trace: the step of each rank kind as the cost model's
-// two-stream replay times it (a compute track and a communication track) and
-// the memory replay's live bytes as a counter placed at the matching steps,
-// in the trace-event format Perfetto and chrome://tracing open.
+// parc-plan --trace: the program of each rank kind as the cost model's
+// timeline times it (a compute track and a communication track) and the
+// memory replay's live bytes as a counter placed at the program steps they
+// were taken at, in the trace-event format Perfetto and chrome://tracing
+// open.
 //
 //===----------------------------------------------------------------------===//
 
