@@ -128,8 +128,9 @@ public:
 
   void allGather(const at::Tensor &shard, at::Tensor &full) override {
     entering();
-    std::vector<at::Tensor> inputs{shard.contiguous()};
-    std::vector<std::vector<at::Tensor>> outputs{full.chunk(size(), 0)};
+    std::vector<at::Tensor> inputs{bitwise(shard.contiguous())};
+    std::vector<std::vector<at::Tensor>> outputs{
+        bitwise(full).chunk(size(), 0)};
     finish(group->allgather(outputs, inputs), "all-gather");
   }
 
@@ -147,7 +148,8 @@ public:
     // every rank and sums them in rank order, deterministically.
     at::Tensor received = at::empty_like(input);
     std::vector<int64_t> equalSplits;
-    finish(group->alltoall_base(received, input, equalSplits, equalSplits),
+    at::Tensor into = bitwise(received), from = bitwise(input);
+    finish(group->alltoall_base(into, from, equalSplits, equalSplits),
            "reduce-scatter (all-to-all)");
     std::vector<int64_t> shape = input.sizes().vec();
     shape[0] /= size();
@@ -157,8 +159,12 @@ public:
 
   void allReduceSum(at::Tensor &tensor) override {
     entering();
-    std::vector<at::Tensor> tensors{tensor};
+    // Gloo has no bf16 arithmetic: reduce in fp32 and round once.
+    bool widen = isGloo() && tensor.scalar_type() == at::kBFloat16;
+    std::vector<at::Tensor> tensors{widen ? tensor.to(at::kFloat) : tensor};
     finish(group->allreduce(tensors), "all-reduce");
+    if (widen)
+      tensor.copy_(tensors[0]);
   }
 
   void allReduceMax(at::Tensor &tensor) override {
@@ -176,7 +182,7 @@ public:
 
   void send(const at::Tensor &tensor, int peer, int tag) override {
     entering();
-    std::vector<at::Tensor> tensors{tensor.contiguous()};
+    std::vector<at::Tensor> tensors{bitwise(tensor.contiguous())};
     try {
       pendingSends.push_back({group->send(tensors, peer, tag), tensors[0]});
     } catch (const std::exception &e) {
@@ -188,7 +194,7 @@ public:
 
   void recv(at::Tensor &tensor, int peer, int tag) override {
     entering();
-    std::vector<at::Tensor> tensors{tensor};
+    std::vector<at::Tensor> tensors{bitwise(tensor)};
     finish(group->recv(tensors, peer, tag),
            ("receive from group rank " + std::to_string(peer)).c_str());
   }
@@ -226,6 +232,17 @@ public:
   }
 
 private:
+  bool isGloo() const { return world.backend == "gloo"; }
+
+  /// Gloo (LibTorch 1.13) moves no bf16 tensors; a collective that only
+  /// copies bytes (gather, all-to-all, send, receive) moves them as the
+  /// 16-bit type it does know, the same bits.
+  at::Tensor bitwise(const at::Tensor &tensor) const {
+    return isGloo() && tensor.scalar_type() == at::kBFloat16
+               ? tensor.view(at::kHalf)
+               : tensor;
+  }
+
   std::string describe(const std::string &what) const {
     std::string where = what + " #" + std::to_string(currentSequence()) +
                         " on rank " + std::to_string(worldRank);
