@@ -3,15 +3,15 @@
 // The estimate is a replay, not a sum of maxima: it walks each rank kind's
 // parc.program (the step parc-run executes, in its order) and keeps a
 // running breakdown of live bytes, so the peak is the largest total that
-// exists at one moment and the phase it happens in is known. Activation bytes come from the model's own op graph: each op saves
-// what its autograd backward needs (a linear its input, attention q, k, v and
-// its output, a norm its input), shared tensors counted once.
+// exists at one moment and the phase it happens in is known. What a forward
+// keeps is traced on the op graph (ActivationTrace.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "parc/Analysis/MemoryEstimate.h"
 
-#include "parc/Analysis/ForwardWalk.h"
+#include "ActivationTrace.h"
+
 #include "parc/Analysis/FsdpUnits.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
@@ -31,299 +31,6 @@ using namespace mlir::parc;
 
 namespace {
 
-
-/// What one forward (a layer, or the root's own ops) keeps for backward.
-/// Tensors are numbered; a tensor passed down through parc.call keeps its
-/// number so that two ops saving it count it once.
-struct ForwardTrace {
-  std::vector<int64_t> elements;
-  /// Bytes per element of each tensor; 0 for the activation dtype (the
-  /// unit's compute dtype), 4 for what a kernel keeps in fp32 whatever the
-  /// compute dtype (eager softmax probabilities, an eager norm's products).
-  std::vector<int64_t> widths;
-  /// Tensors some op's backward needs.
-  llvm::DenseSet<int> saved;
-  /// What op-level checkpointing (selective remat) stores: the tensors the
-  /// backward of each op it does not recompute needs (matmuls, attention),
-  /// and what each recomputed op reads from outside the recomputed ops
-  /// (a checkpointed group keeps its inputs).
-  llvm::DenseSet<int> kept;
-  /// Results of recomputed ops, and the statistics bytes they save (which
-  /// selective remat rebuilds rather than keeps).
-  llvm::DenseSet<int> recomputedResults;
-  int64_t recomputedStatisticsBytes = 0;
-  /// fp32 statistics ops save beside tensors (attention logsumexp, norm
-  /// rstd), in bytes.
-  int64_t statisticsBytes = 0;
-  /// The largest single op's operands plus result, in elements: the
-  /// transient working set while the forward runs.
-  int64_t largestOpElements = 0;
-  int input = -1;
-  /// Logits entering the loss, and how many logit-sized tensors the
-  /// softcap/loss path keeps (root only).
-  int64_t logitsElements = 0;
-  int64_t softcaps = 0;
-
-  int64_t bytes(const llvm::DenseSet<int> &ids, int64_t elementBytes) const {
-    int64_t total = 0;
-    for (int id : ids)
-      total += elements[id] * (widths[id] ? widths[id] : elementBytes);
-    return total;
-  }
-};
-
-class ForwardTracer : public ForwardWalker<ForwardTracer, int> {
-public:
-  ForwardTracer(int64_t batch, int64_t tokens, bool stopAtLayers,
-                TpPlan tp = {}, KernelProfile kernels = {},
-                int64_t elementBytes = 2)
-      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens), tp(tp),
-        kernels(kernels), elementBytes(elementBytes) {}
-
-  ForwardTrace trace(func::FuncOp forward) {
-    SmallVector<int> args;
-    for (BlockArgument arg : forward.getArguments())
-      args.push_back(newTensor(arg.getType()));
-    if (!args.empty())
-      result.input = args.front();
-    // A layer's input is the residual stream, which sequence parallelism
-    // splits over the sequence (Megatron's [s/tp, b, h]): what full remat
-    // saves per layer is 1/tp of it.
-    if (!args.empty() && !stopAtLayers && tp.size > 1 &&
-        tp.sequenceParallel)
-      result.elements[result.input] /= tp.size;
-    walk(forward, args);
-    return std::move(result);
-  }
-
-  SmallVector<int> visitOp(Operation &op, ArrayRef<int> operands) {
-    SmallVector<int> results;
-    for (Value value : op.getResults())
-      results.push_back(newTensor(value.getType()));
-    if (tp.size > 1)
-      shardResults(op, operands, results);
-    recordSaves(op, operands, results);
-    return results;
-  }
-
-  SmallVector<int> visitOpaqueCall(CallOp call, NNModuleOp, ArrayRef<int>) {
-    SmallVector<int> results;
-    for (Value value : call.getResults())
-      results.push_back(newTensor(value.getType()));
-    return results;
-  }
-
-private:
-  /// What one TP rank holds of each result: a column-parallel linear's
-  /// output and everything computed from it up to the row-parallel linear
-  /// is split over the heads / FFN columns; under sequence parallelism the
-  /// replicated residual stream is split over the sequence as well. The
-  /// logits are split only under loss parallelism.
-  void shardResults(Operation &op, ArrayRef<int> operands,
-                    ArrayRef<int> results) {
-    bool sharded = llvm::any_of(
-        operands, [&](int id) { return tpSharded.contains(id); });
-    bool logits = false;
-    if (auto linear = dyn_cast<LinearOp>(op)) {
-      auto param =
-          tables.lookupNearestSymbolFrom<ParamOp>(&op, linear.getWeight());
-      auto kind = param ? param->getAttrOfType<StringAttr>("parc.tp")
-                        : StringAttr();
-      StringRef plan = kind ? kind.getValue() : "replicated";
-      if (plan == "colwise")
-        sharded = true;
-      else if (plan == "rowwise")
-        sharded = false;
-      else if (plan == "vocab") {
-        sharded = tp.lossParallel;
-        logits = true;
-      }
-    } else if (isa<EmbeddingOp, CrossEntropyOp>(op)) {
-      sharded = false;
-    }
-    for (int id : results) {
-      if (sharded)
-        tpSharded.insert(id);
-      if (sharded || (tp.sequenceParallel && !logits))
-        result.elements[id] /= tp.size;
-    }
-  }
-
-  int newTensor(Type type) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    int64_t count = 1;
-    if (tensor)
-      for (auto [dim, extent] : llvm::enumerate(tensor.getShape()))
-        count *= ShapedType::isDynamic(extent) ? (dim == 0 ? batch : tokens)
-                                               : extent;
-    return newBuffer(tensor ? count : 0, /*width=*/0);
-  }
-
-  /// A tensor a kernel allocates and saves that is no value of the IR (an
-  /// eager kernel's intermediates); `width` 0 is the activation dtype.
-  /// What a linear saves of its input `id`: under sequence parallelism a
-  /// column-parallel linear all-gathers its sequence shard first and keeps
-  /// the whole sequence (one gather for the linears sharing it, q/k/v or
-  /// gate/up), as DTensor's and parc-run's sequence parallel do.
-  int sequenceGathered(LinearOp linear, int id) {
-    if (tp.size <= 1 || !tp.sequenceParallel || tpSharded.contains(id))
-      return id;
-    auto param = tables.lookupNearestSymbolFrom<ParamOp>(linear.getOperation(),
-                                                         linear.getWeight());
-    auto kind = param ? param->getAttrOfType<StringAttr>("parc.tp")
-                      : StringAttr();
-    if (!kind || kind.getValue() != "colwise")
-      return id;
-    auto [it, inserted] = gatheredInputs.try_emplace(id, -1);
-    if (inserted)
-      it->second = newBuffer(result.elements[id] * tp.size, result.widths[id]);
-    return it->second;
-  }
-
-  int newBuffer(int64_t elements, int64_t width) {
-    result.elements.push_back(elements);
-    result.widths.push_back(width);
-    return result.elements.size() - 1;
-  }
-
-  void recordSaves(Operation &op, ArrayRef<int> operands,
-                   ArrayRef<int> results) {
-    int64_t touched = 0;
-    for (int id : operands)
-      touched += result.elements[id];
-    for (int id : results)
-      touched += result.elements[id];
-    result.largestOpElements = std::max(result.largestOpElements, touched);
-
-    // What this op's backward needs, its kernel's own buffers included
-    // (eager attention's probabilities, ...): kept with the op when
-    // selective remat does not recompute it, rebuilt with it when it does.
-    llvm::DenseSet<int> saved;
-    bool recomputed = op.hasAttr("parc.recompute");
-    int64_t statisticsBefore = result.statisticsBytes;
-    llvm::scope_exit account([&] {
-      result.saved.insert(saved.begin(), saved.end());
-      if (!recomputed) {
-        result.kept.insert(saved.begin(), saved.end());
-        return;
-      }
-      result.recomputedStatisticsBytes +=
-          result.statisticsBytes - statisticsBefore;
-      for (int id : operands)
-        if (!result.recomputedResults.contains(id))
-          result.kept.insert(id);
-      result.recomputedResults.insert(results.begin(), results.end());
-    });
-    int64_t rows = operands.empty()
-                       ? 0
-                       : result.elements[operands[0]] /
-                             std::max<int64_t>(1, lastDim(op.getOperand(0)));
-    llvm::TypeSwitch<Operation *>(&op)
-        .Case([&](LinearOp linear) {
-          saved.insert(sequenceGathered(linear, operands[0]));
-        })
-        .Case<MatmulOp, PatchEmbeddingOp>(
-            [&](auto) { saved.insert(operands[0]); })
-        .Case([&](AttentionOp attention) {
-          if (kernels.eagerAttention)
-            return saveEagerAttention(attention, operands, saved);
-          saved.insert(operands.begin(), operands.end());
-          saved.insert(results[0]);
-          // Flash attention keeps one fp32 logsumexp per query and head.
-          result.statisticsBytes += rows * attention.getNumHeads() * 4;
-        })
-        .Case([&](RmsNormOp norm) {
-          int64_t groupSize = getNormSize(norm, norm.getWeight());
-          result.statisticsBytes +=
-              rows * (lastDim(norm.getInput()) / groupSize) * 4;
-          if (!kernels.eagerNorm)
-            return (void)saved.insert(operands[0]);
-          // The composite x.float() * rsqrt(mean(x^2) + eps) * w keeps the
-          // fp32 input (for pow and the rstd product: the input itself in
-          // fp32), x^2 (mean's backward keeps its input in LibTorch 1.13)
-          // and x * rstd (for the weight gradient), all fp32.
-          int64_t size = result.elements[operands[0]];
-          if (elementBytes == 4)
-            saved.insert(operands[0]);
-          else
-            saved.insert(newBuffer(size, 4));
-          saved.insert(newBuffer(size, 4));
-          saved.insert(newBuffer(size, 4));
-        })
-        .Case([&](LayerNormOp norm) {
-          saved.insert(operands[0]);
-          int64_t groupSize = getNormSize(norm, norm.getWeight());
-          result.statisticsBytes +=
-              rows * (lastDim(norm.getInput()) / groupSize) * 4;
-        })
-        .Case([&](ActivationOp) { saved.insert(operands[0]); })
-        .Case([&](MulOp) { saved.insert(operands.begin(), operands.end()); })
-        .Case([&](SoftcapOp) {
-          result.softcaps += 1;
-          // Fused, the backward uses the output; eager tanh(x / c) * c
-          // keeps tanh's output, a tensor of the same size.
-          saved.insert(kernels.eagerLoss
-                           ? newBuffer(result.elements[results[0]], 0)
-                           : results[0]);
-        })
-        .Case([&](EmbeddingOp) {
-          // The int64 ids, in bytes of the compute dtype they stand beside.
-          result.statisticsBytes += result.elements[operands[0]] * 8;
-        })
-        .Case([&](CrossEntropyOp) {
-          result.logitsElements = result.elements[operands[0]];
-        });
-  }
-
-  /// Eager attention (q k^T, mask, softmax, p v in LibTorch) keeps, per
-  /// layer: q, K and V as contiguous [b, H, s, d] copies (the batched
-  /// matmul's reshape of the transposed heads, or repeat_interleave to every
-  /// query head under GQA), the softmax probabilities in fp32 (and their
-  /// compute-dtype copy for p v when that is narrower), the tanh of a
-  /// score softcap and the s x s boolean mask. Neither the operands nor the
-  /// output (a reshaped copy) are kept by attention itself: they stay only
-  /// where another op saves them (o_proj keeps the output as its input).
-  void saveEagerAttention(AttentionOp attention, ArrayRef<int> operands,
-                          llvm::DenseSet<int> &saved) {
-    int64_t headDim = std::max<int64_t>(1, attention.getHeadDim());
-    int64_t heads = attention.getNumHeads();
-    int64_t kvHeads = std::max<int64_t>(1, attention.getNumKvHeads());
-    int64_t query = result.elements[operands[0]];
-    saved.insert(newBuffer(query, 0));
-    for (int id : {operands[1], operands[2]})
-      saved.insert(newBuffer(result.elements[id] * heads / kvHeads, 0));
-    // [b, H, s, s]: one score per query row, head and key.
-    int64_t probabilities = query / headDim * tokens;
-    saved.insert(newBuffer(probabilities, 4));
-    if (elementBytes != 4)
-      saved.insert(newBuffer(probabilities, 0));
-    if (attention.getSoftcap().has_value())
-      saved.insert(newBuffer(probabilities, 0));
-    if (attention.getCausal() || attention.getSlidingWindow().has_value())
-      result.statisticsBytes += tokens * tokens;
-  }
-
-  static int64_t lastDim(Value value) {
-    auto type = cast<RankedTensorType>(value.getType());
-    int64_t extent = type.getShape().back();
-    return ShapedType::isDynamic(extent) ? 1 : extent;
-  }
-
-  int64_t getNormSize(Operation *norm, SymbolRefAttr weight) {
-    auto param = tables.lookupNearestSymbolFrom<ParamOp>(norm, weight);
-    return param ? std::max<int64_t>(1, param.getTensorType().getDimSize(0))
-                 : 1;
-  }
-
-  int64_t batch, tokens;
-  TpPlan tp;
-  KernelProfile kernels;
-  int64_t elementBytes;
-  llvm::DenseSet<int> tpSharded;
-  /// Sequence-parallel inputs and the gathered tensor their linears save.
-  llvm::DenseMap<int, int> gatheredInputs;
-  ForwardTrace result;
-};
 
 /// One FSDP unit as the replay sees it, in bytes per rank. The root unit
 /// is split by pipeline stage: each stage holds the root parameters it uses
@@ -442,102 +149,6 @@ FailureOr<StepUnits> collectUnits(ModelOp model) {
   return result;
 }
 
-/// Activation bytes a layer keeps and recomputes under its remat decision.
-struct LayerActivations {
-  int64_t saved = 0, recomputed = 0, working = 0;
-};
-
-LayerActivations activationsOf(const ForwardTrace &trace, StringRef remat,
-                               int64_t elementBytes) {
-  const llvm::DenseSet<int> &all = trace.saved;
-  LayerActivations result;
-  result.working = trace.largestOpElements * elementBytes;
-  int64_t everything = trace.bytes(all, elementBytes) + trace.statisticsBytes;
-  int64_t input =
-      trace.input >= 0 ? trace.elements[trace.input] * elementBytes : 0;
-  if (remat == "full") {
-    result.saved = input;
-    result.recomputed = everything;
-  } else if (remat == "selective") {
-    // Op-level checkpointing stores the layer input, what the ops it does
-    // not recompute save for their backward and what each recomputed group
-    // reads from outside it; backward rebuilds every other saved tensor.
-    llvm::DenseSet<int> kept = trace.kept;
-    kept.insert(trace.input);
-    result.saved = trace.bytes(kept, elementBytes) + trace.statisticsBytes -
-                   trace.recomputedStatisticsBytes;
-    llvm::DenseSet<int> rebuilt;
-    for (int id : all)
-      if (!kept.contains(id))
-        rebuilt.insert(id);
-    result.recomputed =
-        trace.bytes(rebuilt, elementBytes) + trace.recomputedStatisticsBytes;
-  } else {
-    result.saved = everything;
-  }
-  return result;
-}
-
-} // namespace
-
-LayerActivationBytes mlir::parc::estimateLayerActivations(
-    NNModuleOp layer, StringRef remat, int64_t batch, int64_t tokens,
-    int64_t elementBytes, TpPlan tp, KernelProfile kernels) {
-  ForwardTrace trace =
-      ForwardTracer(batch, tokens, /*stopAtLayers=*/false, tp, kernels,
-                    elementBytes)
-          .trace(layer.getForward());
-  LayerActivations acts = activationsOf(trace, remat, elementBytes);
-  return {acts.saved, acts.recomputed, acts.working};
-}
-
-namespace {
-
-/// The loss path of the root as the replay charges it: the logits and what
-/// the loss keeps, what exists only while the forward ends, and what its
-/// backward holds.
-struct LossBytes {
-  int64_t logits = 0; // logit elements
-  int64_t rootSaved = 0, kept = 0, transient = 0, gradients = 0;
-};
-
-LossBytes getLossBytes(ModelOp model, int64_t batch, int64_t seq, TpPlan tp,
-                       KernelProfile kernels, int64_t computeBytes) {
-  ForwardTrace rootTrace =
-      ForwardTracer(batch, seq, /*stopAtLayers=*/true, tp, kernels,
-                    computeBytes)
-          .trace(cast<func::FuncOp>(
-              SymbolTable::lookupSymbolIn(model, "forward")));
-  LossBytes loss;
-  // The logits path is counted as the loss spike, not as saved activations;
-  // the root's other saved tensors (the final norm's input, lm_head's) are
-  // held where the loss is, on the last stage.
-  int64_t logits = loss.logits = rootTrace.logitsElements;
-  loss.rootSaved = activationsOf(rootTrace, "none", computeBytes).saved -
-                   rootTrace.softcaps * logits * computeBytes;
-  // Logits, softcap output and the fp32 log-softmax the loss keeps.
-  loss.kept = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);
-  // The fp32 logit gradients its backward holds beside what it keeps.
-  loss.gradients = logits * 4;
-  if (kernels.eagerLoss) {
-    // Eager: backward keeps each softcap's tanh and the fp32 log-softmax.
-    // The logits and each softcap's output are freed when the model's
-    // forward returns (the executor holds a module's values until then),
-    // with the fp32 copy cross-entropy makes of narrower logits.
-    loss.kept = logits * (computeBytes * rootTrace.softcaps + 4);
-    loss.transient = logits * (computeBytes * (1 + rootTrace.softcaps) +
-                               (computeBytes != 4 ? 4 : 0));
-    // nll_loss's gradient and log_softmax's, both fp32, live together.
-    loss.gradients = 2 * logits * 4;
-  }
-  // Vocab-parallel logits gathered for a replicated loss: the gather's
-  // backward cuts this rank's slice out of the logits gradient as a tensor
-  // of its own while the loss's gradients are still alive.
-  if (tp.size > 1 && !tp.lossParallel)
-    loss.gradients += logits / tp.size * computeBytes;
-  return loss;
-}
-
 /// The buffer a collective reads, when it is one of `kind`.
 BufferOp bufferOf(Value operand, BufferKind kind) {
   auto buffer = operand.getDefiningOp<BufferOp>();
@@ -553,7 +164,7 @@ class ProgramReplay {
 public:
   ProgramReplay(RankMemory &rank, const UnitFootprint &root,
                 ArrayRef<UnitFootprint> layers,
-                const llvm::DenseMap<Operation *, LayerActivations> &acts,
+                const llvm::DenseMap<Operation *, LayerActivationBytes> &acts,
                 const LossBytes &loss, int64_t lateRootGradients,
                 bool accumulate)
       : rank(rank), root(root), acts(acts), loss(loss),
@@ -769,7 +380,7 @@ private:
 
   RankMemory &rank;
   const UnitFootprint &root;
-  const llvm::DenseMap<Operation *, LayerActivations> &acts;
+  const llvm::DenseMap<Operation *, LayerActivationBytes> &acts;
   const LossBytes &loss;
   int64_t lateRootGradients;
   bool accumulate, pipelined = false;
@@ -824,16 +435,13 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
                ? options.imageTokens
                : seq;
   };
-  llvm::DenseMap<Operation *, LayerActivations> activations;
+  llvm::DenseMap<Operation *, LayerActivationBytes> activations;
   for (auto &stageUnits : units->layers)
     for (UnitFootprint &unit : stageUnits) {
-      ForwardTrace trace =
-          ForwardTracer(batch, tokensOf(unit.layer), /*stopAtLayers=*/false,
-                        tp, hardware->kernels, unit.computeBytes)
-              .trace(unit.layer.getForward());
       auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
-      activations[unit.layer] = activationsOf(
-          trace, remat ? remat.getValue() : "none", unit.computeBytes);
+      activations[unit.layer] = estimateLayerActivations(
+          unit.layer, remat ? remat.getValue() : "none", batch,
+          tokensOf(unit.layer), unit.computeBytes, tp, hardware->kernels);
     }
   LossBytes loss = getLossBytes(model, batch, seq, tp, hardware->kernels,
                                 units->roots.front().computeBytes);
