@@ -452,17 +452,20 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
     return failure();
   // What a fixed overlap fraction hides of each program's FSDP traffic.
   std::vector<double> hidden(times->size(), 0);
-  for (auto [index, time] : llvm::enumerate(*times)) {
-    if (overlapFraction) {
-      double fsdp = time.allGather.seconds + time.reduceScatter.seconds;
-      hidden[index] = std::min(*overlapFraction * fsdp, time.compute);
-    }
-    double busy = time.compute + time.fsdpWait - hidden[index];
-    const ProgramTime &slowest = (*times)[report.slowestStage];
-    if (busy > slowest.compute + slowest.fsdpWait -
-                   hidden[report.slowestStage])
+  if (overlapFraction)
+    for (auto [index, time] : llvm::enumerate(*times))
+      hidden[index] =
+          std::min(*overlapFraction * (time.allGather.seconds +
+                                       time.reduceScatter.seconds),
+                   time.compute);
+  // The busiest stage: compute and waits on its own collectives.
+  auto busy = [&](size_t index) {
+    const ProgramTime &time = (*times)[index];
+    return time.compute + time.fsdpWait - hidden[index];
+  };
+  for (size_t index = 1; index < times->size(); ++index)
+    if (busy(index) > busy(report.slowestStage))
       report.slowestStage = index;
-  }
   const ProgramTime &slow = (*times)[report.slowestStage];
   double slowHidden = hidden[report.slowestStage];
   report.flops = slow.flops;
@@ -513,12 +516,12 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
         simulatePrograms(programs, scheduleOnly);
     if (failed(bare))
       return failure();
-    double length = 0, busy = 0;
+    double length = 0, busiest = 0;
     for (const ProgramTime &time : *bare) {
       length = std::max(length, time.backwardEnd);
-      busy = std::max(busy, time.compute);
+      busiest = std::max(busiest, time.compute);
     }
-    report.bubbleFraction = busy > 0 ? (length - busy) / busy : 0;
+    report.bubbleFraction = busiest > 0 ? (length - busiest) / busiest : 0;
     report.closedFormBubble =
         double(stages - 1) / (double(pp.chunks) * double(microBatches));
   }

@@ -174,7 +174,6 @@ public:
   }
 
   void run(ProgramOp program) {
-    pipelined = !program.getCovers().empty();
     for (Operation &op : program.getBody()->getOperations()) {
       step(op);
       ++index;
@@ -195,7 +194,8 @@ public:
 
 private:
   std::string suffix(int64_t microBatch) const {
-    return pipelined ? " (micro-batch " + std::to_string(microBatch) + ")"
+    return rank.pipelined
+               ? " (micro-batch " + std::to_string(microBatch) + ")"
                      : "";
   }
 
@@ -383,7 +383,7 @@ private:
   const llvm::DenseMap<Operation *, LayerActivationBytes> &acts;
   const LossBytes &loss;
   int64_t lateRootGradients;
-  bool accumulate, pipelined = false;
+  bool accumulate;
   llvm::StringMap<const UnitFootprint *> byPath;
   /// Gathered units and saved activations: their bytes, and whether saved.
   llvm::DenseMap<Value, std::pair<int64_t, bool>> allocated;

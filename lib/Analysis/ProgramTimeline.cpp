@@ -265,40 +265,18 @@ struct Simulation {
           it->second.pop_front();
         })
         .Case([&](ClipGradNormOp) {
-          // The global norm reads every gradient shard once, after every
-          // reduction of the step; the scaling is in place.
+          // The global norm reads every gradient shard once; the scaling
+          // is in place.
           auto update = dyn_cast_or_null<OptimizerStepOp>(op->getNextNode());
-          double bytes = update ? double(update.getParams()) *
-                                      pricing.gradientBytesPerElement
-                                : 0;
-          double start = std::max(p.t, p.commFree);
-          p.time.fsdpWait += std::max(0.0, p.fsdpFree - p.t);
-          double seconds = bytes / pricing.memoryBandwidth;
-          TimedStep &timed = record(p, index, "clip grad norm",
-                                    TimedStep::Compute, start, seconds);
-          timed.bytes = bytes;
-          timed.issued = start;
-          timed.microBatch = -1;
-          // Reported with the optimizer step it belongs to.
-          p.time.optimizerBytes += bytes;
-          p.time.optimizerSeconds += seconds;
-          p.t = start + seconds;
+          afterReductions(p, index, "clip grad norm",
+                          update ? double(update.getParams()) *
+                                       pricing.gradientBytesPerElement
+                                 : 0);
         })
         .Case([&](OptimizerStepOp optimizer) {
-          // Every reduction of the step lands before the update.
-          double start = std::max(p.t, p.commFree);
-          p.time.fsdpWait += std::max(0.0, p.fsdpFree - p.t);
-          double bytes = double(optimizer.getParams()) *
-                         pricing.optimizerBytesPerElement;
-          double seconds = bytes / pricing.memoryBandwidth;
-          p.microBatch = -1;
-          TimedStep &timed = record(p, index, "optimizer step",
-                                    TimedStep::Compute, start, seconds);
-          timed.bytes = bytes;
-          timed.issued = start;
-          p.time.optimizerBytes += bytes;
-          p.time.optimizerSeconds += seconds;
-          p.t = start + seconds;
+          afterReductions(p, index, "optimizer step",
+                          double(optimizer.getParams()) *
+                              pricing.optimizerBytesPerElement);
           p.time.end = p.t;
         });
     if (ran)
@@ -317,6 +295,24 @@ struct Simulation {
     ++traffic.count;
     return issue(p, index, what + unitName(buffer.getOf()), seconds, bytes,
                  /*fsdp=*/true);
+  }
+
+  /// A memory-bound step of `bytes` that waits for every reduction of the
+  /// step: the gradient clipping and the optimizer, reported together as
+  /// the optimizer step.
+  void afterReductions(Program &p, size_t index, StringRef name,
+                       double bytes) {
+    double start = std::max(p.t, p.commFree);
+    p.time.fsdpWait += std::max(0.0, p.fsdpFree - p.t);
+    double seconds = bytes / pricing.memoryBandwidth;
+    p.microBatch = -1;
+    TimedStep &timed =
+        record(p, index, name, TimedStep::Compute, start, seconds);
+    timed.bytes = bytes;
+    timed.issued = start;
+    p.time.optimizerBytes += bytes;
+    p.time.optimizerSeconds += seconds;
+    p.t = start + seconds;
   }
 
   void tensorParallel(Program &p, double bytes, bool allReduce) {

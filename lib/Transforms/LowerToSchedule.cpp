@@ -895,14 +895,10 @@ struct LowerToSchedulePass
   using Base::Base;
 
   void runOnOperation() override {
-    LowerToScheduleOptions options;
-    options.seqLen = seqLen;
-    options.microBatch = microBatch;
-    options.gradAccumulation = gradAccumulation;
-    options.imageTokens = imageTokens;
+    LowerToScheduleOptions options =
+        getOnDemandLowering(seqLen, microBatch, gradAccumulation, imageTokens,
+                            hardware, hardwareDir);
     options.maxNorm = maxNorm;
-    options.hardware = hardware;
-    options.hardwareDir = hardwareDir;
     for (ModelOp model : getOperation().getOps<ModelOp>())
       if (failed(lowerModel(model, options)))
         return signalPassFailure();

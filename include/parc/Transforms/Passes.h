@@ -28,8 +28,9 @@ LogicalResult ensureLayersDiscovered(ModelOp model);
 LogicalResult ensureLowered(ModelOp model,
                             const LowerToScheduleOptions &options);
 
-/// The lowering --estimate-memory and --estimate-cost run on demand, from
-/// the batch and hardware options they share.
+/// --lower-to-schedule's options from the batch and hardware options it
+/// shares with --estimate-memory and --estimate-cost (which lower on demand
+/// with them); clipping keeps its default.
 inline LowerToScheduleOptions
 getOnDemandLowering(int64_t seqLen, int64_t microBatch,
                     int64_t gradAccumulation, int64_t imageTokens,
