@@ -16,6 +16,7 @@ config.test_exec_root = os.path.join(config.parc_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%examples", os.path.join(config.parc_src_root, "examples")))
+config.substitutions.append(("%plan_schema", os.path.join(config.parc_src_root, "runtime", "schema", "plan.fbs")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -55,9 +55,9 @@ struct Simulation {
     double t = 0, commFree = 0, p2pFree = 0;
     /// When the last FSDP collective issued so far ends.
     double fsdpFree = 0;
-    /// When each unit's latest gather lands; the receive the next compute
-    /// step needs.
-    llvm::StringMap<double> gathered;
+    /// When each FSDP gather lands (its parc.wait stalls until then); the
+    /// receive the next compute step needs.
+    llvm::DenseMap<Value, double> landing;
     double received = 0;
     int64_t microBatch = 0;
     size_t lastCompute = SIZE_MAX;
@@ -109,12 +109,10 @@ struct Simulation {
     return p.commFree;
   }
 
-  /// A compute step that waits for `ready` (its gathers) and the receive.
-  void compute(Program &p, size_t index, const Twine &name, double flops,
-               double ready) {
-    double start = std::max({p.t, ready, p.received});
-    double byRecv = std::max(p.t, p.received);
-    p.time.fsdpWait += std::max(0.0, ready - byRecv);
+  /// A compute step: it waits for the receive (its gathers were waited
+  /// for by the program's parc.wait steps before it).
+  void compute(Program &p, size_t index, const Twine &name, double flops) {
+    double start = std::max(p.t, p.received);
     p.time.recvWait += std::max(0.0, p.received - p.t);
     double seconds = flops / pricing.achievedFlops;
     TimedStep &step =
@@ -137,10 +135,6 @@ struct Simulation {
       p.time.steps[p.lastCompute].duration += seconds;
   }
 
-  double readyFor(Program &p, StringRef module) {
-    return std::max(p.gathered.lookup(module), p.gathered.lookup(""));
-  }
-
   FlopCount flopsOf(StringRef module, std::optional<StringRef> part) const {
     if (!module.empty())
       return pricing.layers.lookup(module);
@@ -161,14 +155,14 @@ struct Simulation {
           p.time.flops.attentionForward += flops.attentionForward;
           compute(p, index,
                   "forward " + partName(forward.getModule(), forward.getPart()),
-                  flops.forward, readyFor(p, forward.getModule()));
+                  flops.forward);
         })
         .Case([&](RecomputeStepOp recompute) {
           p.microBatch = recompute.getMicroBatch();
           FlopCount flops = flopsOf(recompute.getModule(), std::nullopt);
           p.time.flops.recompute += flops.recompute;
           compute(p, index, "recompute " + recompute.getModule(),
-                  flops.recompute, readyFor(p, recompute.getModule()));
+                  flops.recompute);
         })
         .Case([&](BackwardStepOp backward) {
           p.microBatch = backward.getMicroBatch();
@@ -183,16 +177,29 @@ struct Simulation {
           compute(p, index,
                   "backward " +
                       partName(backward.getModule(), backward.getPart()),
-                  seconds, readyFor(p, backward.getModule()));
+                  seconds);
         })
         .Case([&](shard::AllGatherOp gather) {
           BufferOp buffer = bufferOf(gather.getInput());
           double bytes = double(getBufferBytes(gather.getResult()));
           if (!buffer || buffer.getKind() != BufferKind::ParamShard)
             return tensorParallel(p, bytes, /*allReduce=*/false);
-          p.gathered[buffer.getOf()] =
+          p.landing[gather.getResult()] =
               fsdpCollective(p, index, "all-gather ", buffer, bytes,
                              gather.getGrid(), p.time.allGather);
+        })
+        .Case([&](WaitOp wait) {
+          // The compute stream stalls for what of the gather the steps
+          // since its issue did not hide.
+          double stall =
+              std::max(0.0, p.landing.lookup(wait.getGathered()) - p.t);
+          auto gather = wait.getGathered().getDefiningOp<shard::AllGatherOp>();
+          BufferOp buffer = gather ? bufferOf(gather.getInput()) : BufferOp();
+          record(p, index,
+                 "wait all-gather " + unitName(buffer ? buffer.getOf() : ""),
+                 TimedStep::Compute, p.t, stall);
+          p.time.fsdpWait += stall;
+          p.t += stall;
         })
         .Case([&](shard::ReduceScatterOp scatter) {
           BufferOp buffer = bufferOf(scatter.getInput());

@@ -198,6 +198,10 @@ private:
                          ((type.getElementTypeBitWidth() + 7) / 8);
           return use(op, free.getBuffer(), fields);
         })
+        .Case([&](WaitOp wait) {
+          fields.kind = schema::StepKind::Wait;
+          return use(op, wait.getGathered(), fields);
+        })
         .Case([&](OptimizerStepOp step) {
           fields.kind = schema::StepKind::OptimizerStep;
           fields.params = step.getParams();
@@ -418,11 +422,15 @@ private:
                           chunkAttr(step));
       break;
     }
-    case Kind::Free: {
+    case Kind::Free:
+    case Kind::Wait: {
       FailureOr<Value> input = operand(step, index);
       if (failed(input))
         return failure();
-      FreeOp::create(b, loc, *input);
+      if (kind == Kind::Free)
+        FreeOp::create(b, loc, *input);
+      else
+        WaitOp::create(b, loc, *input);
       return success();
     }
     case Kind::OptimizerStep:

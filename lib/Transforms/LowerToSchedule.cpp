@@ -568,7 +568,8 @@ private:
     const UnitPart *part;
     Value shard, gathered;
     Value reducedGrad;
-    bool holds = false; // gathered (an axis of size 1 needs no buffer)
+    bool holds = false;  // gathered (an axis of size 1 needs no buffer)
+    bool waited = false; // its gather has landed (parc.wait)
   };
 
   bool isFirstVirtual(int64_t chunk) const { return stage == 0 && chunk == 0; }
@@ -598,9 +599,27 @@ private:
                                       unit.part->compute);
     unit.gathered = shard::AllGatherOp::create(b, loc, type, fsdpGrid, axes,
                                                unit.shard, axisZero);
+    unit.waited = false;
+  }
+
+  /// The compute stream waits for the unit's gather in flight, if any.
+  void wait(UnitState &unit) {
+    if (!unit.gathered || unit.waited)
+      return;
+    WaitOp::create(b, loc, unit.gathered);
+    unit.waited = true;
+  }
+
+  /// Before a compute step of `unit` (null: a root part): its gather and
+  /// the root's (any layer may read a root parameter) have landed.
+  void ready(UnitState *unit) {
+    wait(root);
+    if (unit)
+      wait(*unit);
   }
 
   void release(UnitState &unit) {
+    wait(unit);
     if (unit.gathered)
       FreeOp::create(b, loc, unit.gathered);
     unit.gathered = {};
@@ -703,6 +722,7 @@ private:
         gather(units[chunk[ahead]]);
     }
     if (isFirstVirtual(step.chunk)) {
+      ready(nullptr);
       ForwardStepOp::create(b, loc, rootPath, headPart, mbAttr, IntegerAttr());
       tpCollectives(ArrayRef(plan.rootTp.forward).take_front(headForward),
                     false, "", mb, plan.seq);
@@ -713,6 +733,7 @@ private:
       for (int64_t ahead = 0;
            ahead <= unit.part->prefetch && pos + ahead < chunk.size(); ++ahead)
         gather(units[chunk[pos + ahead]]);
+      ready(&unit);
       ForwardStepOp::create(b, loc, layer.path, StringAttr(), mbAttr, chunkA);
       tpCollectives(layer.tp.forward, false, layer.path.getValue(), mb,
                     layer.tokens);
@@ -725,6 +746,7 @@ private:
         release(unit);
     }
     if (isLastVirtual(step.chunk)) {
+      ready(nullptr);
       ForwardStepOp::create(b, loc, rootPath, tailPart, mbAttr, IntegerAttr());
       tpCollectives(ArrayRef(plan.rootTp.forward).drop_front(headForward),
                     false, "", mb, plan.seq);
@@ -738,6 +760,7 @@ private:
     int64_t mb = step.microBatch;
     IntegerAttr mbAttr = indices[mb], chunkA = chunkAttr(step.chunk);
     if (isLastVirtual(step.chunk)) {
+      ready(nullptr);
       BackwardStepOp::create(b, loc, rootPath, tailPart, mbAttr,
                              IntegerAttr());
       tpCollectives(ArrayRef(plan.rootTp.backward).drop_front(headBackward),
@@ -753,6 +776,7 @@ private:
       for (int64_t behind = 0;
            behind <= unit.part->prefetch && behind <= int64_t(pos); ++behind)
         gather(units[chunk[pos - behind]]);
+      ready(&unit);
       if (layer.remat != "none")
         RecomputeStepOp::create(b, loc, layer.path, mbAttr, chunkA,
                                 b.getStringAttr(layer.remat),
@@ -774,6 +798,7 @@ private:
       release(unit);
     }
     if (isFirstVirtual(step.chunk)) {
+      ready(nullptr);
       BackwardStepOp::create(b, loc, rootPath, headPart, mbAttr,
                              IntegerAttr());
       tpCollectives(ArrayRef(plan.rootTp.backward).take_front(headBackward),

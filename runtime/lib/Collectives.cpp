@@ -3,8 +3,12 @@
 // Gloo (LibTorch 1.13 and later) and, when the LibTorch found is a CUDA
 // build, NCCL. Gloo in 1.13 refuses reduce_scatter and _allgather_base, so
 // reduce-scatter is an alltoall_base plus a local sum (the bytes a ring
-// reduce-scatter moves: each rank sends (n-1)/n of its buffer) and all-gather
-// is the list form over views of the output.
+// reduce-scatter moves: each rank sends (n-1)/n of its buffer), and
+// all-gather is one broadcast from each rank of its slice of the output, in
+// rank order: Gloo's list-form allgather would stage a flat copy of the
+// whole output on its worker thread, bytes that exist for as long as the
+// gather runs, which an asynchronous gather makes overlap whatever compute
+// happens to run then. NCCL gathers in place with _allgather_base.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,13 +39,20 @@ std::string rankList(const std::vector<int> &ranks) {
   return out;
 }
 
+/// A collective that completed when it was started (one rank).
+class Completed final : public PendingCollective {
+public:
+  void wait() override {}
+};
+
 /// A single rank: every collective is the identity.
 class LocalCollectives final : public Collectives {
 public:
   explicit LocalCollectives(WorldConfig world)
       : Collectives(std::move(world)) {}
-  void allGather(const at::Tensor &shard, at::Tensor &full) override {
-    full.copy_(shard);
+  std::unique_ptr<PendingCollective>
+  startAllGather(const at::Tensor &) override {
+    return std::make_unique<Completed>();
   }
   at::Tensor reduceScatterSum(const at::Tensor &full) override {
     return full;
@@ -113,12 +124,12 @@ public:
   ProcessGroupCollectives(WorldConfig world,
                           c10::intrusive_ptr<c10d::Store> store,
                           c10::intrusive_ptr<Group> group,
-                          bool nativeReduceScatter,
+                          bool nativeCollectives,
                           std::string name = "world",
                           Collectives *parent = nullptr, int worldRank = -1)
       : Collectives(std::move(world), std::move(name), parent),
         store(std::move(store)), group(std::move(group)),
-        nativeReduceScatter(nativeReduceScatter),
+        nativeCollectives(nativeCollectives),
         worldRank(worldRank < 0 ? this->world.rank : worldRank) {}
   ~ProcessGroupCollectives() override {
     // A send nobody waited for (an error unwinding the step) must not
@@ -126,18 +137,54 @@ public:
     pendingSends.clear();
   }
 
-  void allGather(const at::Tensor &shard, at::Tensor &full) override {
+  /// The works of one started collective, waited in order.
+  class Pending final : public PendingCollective {
+  public:
+    Pending(ProcessGroupCollectives &owner, const char *what)
+        : owner(owner), what(what) {}
+    void wait() override {
+      for (auto &work : works)
+        owner.finish(work, what);
+      works.clear();
+    }
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    /// The tensors the works write, alive until they have.
+    std::vector<at::Tensor> tensors;
+
+  private:
+    ProcessGroupCollectives &owner;
+    const char *what;
+  };
+
+  std::unique_ptr<PendingCollective>
+  startAllGather(const at::Tensor &full) override {
     entering();
-    std::vector<at::Tensor> inputs{bitwise(shard.contiguous())};
-    std::vector<std::vector<at::Tensor>> outputs{
-        bitwise(full).chunk(size(), 0)};
-    finish(group->allgather(outputs, inputs), "all-gather");
+    auto pending = std::make_unique<Pending>(*this, "all-gather");
+    std::vector<at::Tensor> slices = bitwise(full).chunk(size(), 0);
+    try {
+      if (nativeCollectives) {
+        at::Tensor output = bitwise(full), input = slices[rank()];
+        pending->works.push_back(group->_allgather_base(output, input));
+      } else {
+        for (int root = 0; root < size(); ++root) {
+          std::vector<at::Tensor> one{slices[root]};
+          c10d::BroadcastOptions options;
+          options.rootRank = root;
+          pending->works.push_back(group->broadcast(one, options));
+        }
+      }
+    } catch (const std::exception &e) {
+      throw CollectiveError(describe("all-gather") +
+                            " failed to start: " + e.what());
+    }
+    pending->tensors = std::move(slices);
+    return pending;
   }
 
   at::Tensor reduceScatterSum(const at::Tensor &full) override {
     entering();
     at::Tensor input = full.contiguous();
-    if (nativeReduceScatter) {
+    if (nativeCollectives) {
       at::Tensor output = at::empty_like(input.chunk(size(), 0)[0]);
       std::vector<at::Tensor> outputs{output};
       std::vector<std::vector<at::Tensor>> inputs{input.chunk(size(), 0)};
@@ -223,7 +270,7 @@ public:
       auto prefixed = c10::make_intrusive<c10d::PrefixStore>(full, store);
       auto made = makeGroup<Group>(prefixed, sub.rank, sub.size, world);
       return std::make_unique<ProcessGroupCollectives<Group>>(
-          sub, prefixed, made, nativeReduceScatter, full, this, worldRank);
+          sub, prefixed, made, nativeCollectives, full, this, worldRank);
     } catch (const std::exception &e) {
       throw CollectiveError("rank " + std::to_string(worldRank) +
                             ": cannot form process group " + full + ": " +
@@ -274,7 +321,8 @@ private:
 
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Group> group;
-  bool nativeReduceScatter;
+  /// The backend has flat reduce_scatter and _allgather_base (NCCL).
+  bool nativeCollectives;
   int worldRank;
   /// Sends started and not yet waited for, with the tensors they read.
   std::vector<std::pair<c10::intrusive_ptr<c10d::Work>, at::Tensor>>
@@ -303,7 +351,7 @@ parc::runtime::connectWorld(const WorldConfig &world, std::string &error) {
       auto group = makeGroup<c10d::ProcessGroupNCCL>(store, world.rank,
                                                      world.size, world);
       return std::make_unique<ProcessGroupCollectives<c10d::ProcessGroupNCCL>>(
-          world, store, group, /*nativeReduceScatter=*/true);
+          world, store, group, /*nativeCollectives=*/true);
 #else
       error = where + ": this parc-run was built without NCCL (LibTorch "
                       "without CUDA); use --backend gloo";
@@ -313,7 +361,7 @@ parc::runtime::connectWorld(const WorldConfig &world, std::string &error) {
     auto group = makeGroup<c10d::ProcessGroupGloo>(store, world.rank,
                                                    world.size, world);
     return std::make_unique<ProcessGroupCollectives<c10d::ProcessGroupGloo>>(
-        world, store, group, /*nativeReduceScatter=*/false);
+        world, store, group, /*nativeCollectives=*/false);
   } catch (const std::exception &e) {
     error = where + ": cannot form the process group: " + e.what();
     return nullptr;

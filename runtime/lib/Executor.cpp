@@ -1258,7 +1258,8 @@ std::vector<int> Executor::moduleSlots(const std::string &module) {
   return slots;
 }
 
-std::vector<at::Tensor> Executor::gather(FsdpUnit &unit) {
+std::vector<at::Tensor> Executor::startGather(
+    FsdpUnit &unit, std::vector<std::unique_ptr<PendingCollective>> &pending) {
   int world = fsdpComm->size();
   std::vector<at::Tensor> fulls;
   unit.storages.clear();
@@ -1271,11 +1272,13 @@ std::vector<at::Tensor> Executor::gather(FsdpUnit &unit) {
       unit.storages.emplace_back();
       continue;
     }
-    shard = shard.to(unit.compute);
     std::vector<int64_t> padded = slot.shape;
     padded[0] = slot.paddedDim0;
-    at::Tensor buffer = at::empty(padded, shard.options());
-    fsdpComm->allGather(shard, buffer);
+    at::Tensor buffer = at::empty(padded, shard.options().dtype(unit.compute));
+    // This rank's shard goes straight into its slice, cast on the way: no
+    // copy of the shard in the compute dtype exists besides.
+    buffer.chunk(world, 0)[fsdpComm->rank()].copy_(shard);
+    pending.push_back(fsdpComm->startAllGather(buffer));
     at::Tensor full = buffer;
     if (slot.paddedDim0 != slot.shape[0])
       // Same storage, not a view: the storage is freed and refilled whole.

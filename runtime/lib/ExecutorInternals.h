@@ -140,7 +140,11 @@ struct Executor::Interpreter {
   struct Gather {
     std::vector<c10::Storage> storages;
     std::vector<at::Tensor> fulls;
+    /// Its collectives in flight until the program's wait.
+    std::vector<std::unique_ptr<PendingCollective>> pending;
     bool live = false;
+    bool landed = false;
+    void wait();
     /// Frees the gathered bytes; autograd keeps its pointers to the
     /// storages, which a later gather may refill.
     void release();

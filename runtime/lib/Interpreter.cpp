@@ -12,8 +12,10 @@
 // segment's outputs with the gradients its consumers left, and leaves the
 // gradients of its inputs for the segments that produced them.
 //
-// FSDP is the program's collectives: an all-gather step gathers a unit into
-// fresh storages, a forward binds its parameters as leaves over them, a free
+// FSDP is the program's collectives: an all-gather step starts gathering a
+// unit into fresh storages and returns, the program's wait blocks until it
+// has landed (the compute steps between overlap it), a forward binds its
+// parameters as leaves over them, a free
 // releases them, and a backward whose forward's gather was freed moves the
 // data of the latest gather under the storages autograd saved. A
 // reduce-scatter step reduces the leaves' gradients of that micro-batch into
@@ -119,9 +121,18 @@ bool Executor::Interpreter::build(std::string &error) {
   return true;
 }
 
+void Executor::Interpreter::Gather::wait() {
+  for (std::unique_ptr<PendingCollective> &collective : pending)
+    collective->wait();
+  pending.clear();
+  landed = true;
+}
+
 void Executor::Interpreter::Gather::release() {
   if (!live)
     return;
+  // The backend writes into the storages until the gather completes.
+  wait();
   for (c10::Storage &storage : storages)
     if (storage)
       storage.unsafeGetStorageImpl()->reset();
@@ -202,6 +213,9 @@ void Executor::Interpreter::bind(size_t index, const Segment &seg,
                           "' while it is not gathered");
         binding.gather = latest->second;
         const Gather &g = gathers[latest->second];
+        if (!g.landed)
+          fail(index, "computes with FSDP unit '" + unit.name +
+                          "' before waiting for its all-gather");
         for (size_t i = 0; i < unit.slots.size(); ++i)
           binding.leaves.push_back(g.fulls[i].detach().requires_grad_(
               !exec.paramSlots[unit.slots[i]].frozen));
@@ -351,6 +365,9 @@ void Executor::Interpreter::refill(size_t index, int unit, int64_t micro) {
     fail(index, "runs a backward of FSDP unit '" +
                     exec.fsdpUnits[unit].name + "' while it is not gathered");
   Gather &now = gathers[latest->second];
+  if (!now.landed)
+    fail(index, "runs a backward of FSDP unit '" + exec.fsdpUnits[unit].name +
+                    "' before waiting for its all-gather");
   for (size_t i = 0; i < now.storages.size(); ++i) {
     c10::Storage &target = forwardGather.storages[i];
     if (!target)
@@ -597,11 +614,20 @@ double Executor::Interpreter::run(const plan::Program &program,
         fail(i, "gathers '" + in.path + "', which is no FSDP unit");
       FsdpUnit &unit = exec.fsdpUnits[in.unit];
       Gather g;
-      g.fulls = exec.gather(unit);
+      g.fulls = exec.startGather(unit, g.pending);
       g.storages = unit.storages;
       g.live = true;
+      g.landed = g.pending.empty();
       gathers[step.result()] = std::move(g);
       latestGather[in.unit] = step.result();
+      break;
+    }
+    case plan::StepKind::Wait: {
+      auto gather = gathers.find(operand);
+      if (gather == gathers.end())
+        fail(i, "waits for tensor " + std::to_string(operand) +
+                    ", which is no FSDP gather of this step");
+      gather->second.wait();
       break;
     }
     case plan::StepKind::Forward:

@@ -81,6 +81,10 @@ public:
     std::vector<int> freed;
     std::vector<bool> gathersUnit;
     bool optimizer = false;
+    // The unit a gather (tensor `t`) gathers: its param_shard buffer's.
+    auto gatheredUnit = [&](int t) {
+      return std::string(str(definer[definer[t]->operand()]->path()));
+    };
     for (unsigned i = 0; i < steps->size(); ++i) {
       const plan::Step &step = *steps->Get(i);
       plan::StepKind kind = step.kind();
@@ -98,6 +102,7 @@ public:
         return fail(i, "reads tensor " + std::to_string(operand) +
                            ", which no earlier step defines");
       bool defines = kind != plan::StepKind::Free &&
+                     kind != plan::StepKind::Wait &&
                      kind != plan::StepKind::Forward &&
                      kind != plan::StepKind::Backward &&
                      kind != plan::StepKind::Recompute &&
@@ -121,6 +126,15 @@ public:
             kind == plan::StepKind::AllGather && operand >= 0 &&
             defined[operand] == plan::StepKind::Buffer &&
             definer[operand]->buffer_kind() == plan::BufferKind::ParamShard);
+        if (gathersUnit.back()) {
+          std::string unit = str(definer[operand]->path());
+          if (unwaited.count(unit))
+            return fail(i, "gathers FSDP unit " + unitName(unit) +
+                               " again before waiting for its gather at "
+                               "tensor " +
+                               std::to_string(unwaited[unit]));
+          unwaited[unit] = step.result();
+        }
       }
       bool reads = kind != plan::StepKind::Buffer &&
                    kind != plan::StepKind::Forward &&
@@ -142,6 +156,22 @@ public:
         if (freed[operand]++)
           return fail(i, "frees tensor " + std::to_string(operand) +
                              " a second time");
+        if (gathersUnit[operand] && isUnwaited(operand))
+          return fail(i, "frees the all-gather of FSDP unit " +
+                             unitName(gatheredUnit(operand)) +
+                             " (tensor " + std::to_string(operand) +
+                             ") before waiting for it");
+        break;
+      }
+      case plan::StepKind::Wait: {
+        if (!gathersUnit[operand])
+          return fail(i, "waits for tensor " + std::to_string(operand) +
+                             ", a " + kindName(defined[operand]) +
+                             " (only FSDP all-gathers are waited for)");
+        if (!isUnwaited(operand))
+          return fail(i, "waits for the all-gather at tensor " +
+                             std::to_string(operand) + " a second time");
+        unwaited.erase(gatheredUnit(operand));
         break;
       }
       case plan::StepKind::Forward:
@@ -200,6 +230,18 @@ public:
   }
 
 private:
+  static std::string unitName(const std::string &path) {
+    return path.empty() ? "root" : "'" + path + "'";
+  }
+
+  /// A gather of an FSDP unit that is issued and not yet waited for.
+  bool isUnwaited(int tensor) const {
+    for (const auto &[unit, gathered] : unwaited)
+      if (gathered == tensor)
+        return true;
+    return false;
+  }
+
   /// (path, part, micro-batch, chunk).
   using Key = std::tuple<std::string, std::string, int64_t, int64_t>;
   static constexpr int kForwardDone = 1, kRecomputed = 2, kBackwardDone = 3;
@@ -219,6 +261,16 @@ private:
                          : "names '" + path + "', which is no layer of the plan");
     if (step.micro_batch() < 0)
       return fail(i, "has no micro-batch");
+    // It computes on its unit's gather and may read the root's.
+    for (const std::string &unit : {path, std::string()})
+      if (unwaited.count(unit))
+        return fail(i, std::string(kindName(step.kind())) + " of " +
+                           (path.empty() ? "the root's " + part
+                                         : "'" + path + "'") +
+                           " before waiting for the all-gather of FSDP "
+                           "unit " +
+                           unitName(unit) + " (tensor " +
+                           std::to_string(unwaited.at(unit)) + ")");
     Key key{path, part, step.micro_batch(), step.chunk()};
     int &state = computeState[key];
     switch (step.kind()) {
@@ -295,6 +347,8 @@ private:
   std::string &error;
   std::set<std::string> layers;
   std::map<Key, int> computeState;
+  /// Per FSDP unit path, the tensor of its gather in flight.
+  std::map<std::string, int> unwaited;
 };
 
 /// Whether `program` covers the rank at `layout`'s coordinates.
@@ -537,6 +591,8 @@ std::string parc::runtime::stepName(const plan::Program &program,
                                                    : str(step.path()));
   case plan::StepKind::Save:
     return "save " + partName(step);
+  case plan::StepKind::Wait:
+    return "wait all-gather " + unit;
   case plan::StepKind::Free:
     if (origin && origin->kind() == plan::StepKind::Save)
       return "free saved " + partName(*origin);
@@ -552,6 +608,7 @@ StepTrack parc::runtime::stepTrack(const plan::Step &step) {
   case plan::StepKind::Recompute:
   case plan::StepKind::ClipGradNorm:
   case plan::StepKind::OptimizerStep:
+  case plan::StepKind::Wait: // the compute stream stalls there
     return StepTrack::Compute;
   case plan::StepKind::Buffer:
   case plan::StepKind::Save:

@@ -15,23 +15,27 @@
 // batch is mbs 1 x seq 8, so an activation is 8 x 16 = 128 elements.
 
 // FSDP 2, no remat: one program for both ranks. The root stays gathered from
-// the first forward to the end; each layer is gathered one ahead (prefetch 1)
-// and freed after its forward; a layer saves 2400 bytes: its input, norm
+// the first forward to the end; each layer is gathered one ahead (prefetch 1),
+// waited for just before it computes (the gather overlaps the compute step
+// between) and freed after its forward; a layer saves 2400 bytes: its input, norm
 // output, q, attention output, residual (5 x 128) and up / activation
 // (2 x 240) bf16 elements = 2240 bytes, plus fp32 statistics: attention
 // logsumexp 8 x 4 heads and norm rstd 8 = 40 x 4 bytes.
-// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 33 steps
+// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 38 steps
 // FSDP-LABEL: parc.program @all_ranks ranks 2 covers {} micro_batches 1 batch 1 seq 8 {
 // FSDP-NEXT: %[[ROOT:.*]] = parc.buffer param_shard "" : tensor<800xbf16>
 // FSDP-NEXT: %[[W0:.*]] = parc.buffer param_shard "model.layers.0" : tensor<616xbf16>
 // FSDP-NEXT: %[[W1:.*]] = parc.buffer param_shard "model.layers.1" : tensor<616xbf16>
 // FSDP-NEXT: %[[GROOT:.*]] = shard.all_gather %[[ROOT]] on @fsdp grid_axes = [0] gather_axis = 0 : tensor<800xbf16> -> tensor<1600xbf16>
 // FSDP-NEXT: %[[G0:.*]] = shard.all_gather %[[W0]] on @fsdp grid_axes = [0] gather_axis = 0 : tensor<616xbf16> -> tensor<1232xbf16>
+// FSDP-NEXT: parc.wait %[[GROOT]] : tensor<1600xbf16>
 // FSDP-NEXT: parc.forward_step "" part "head" micro_batch 0
 // FSDP-NEXT: %[[G1:.*]] = shard.all_gather %[[W1]] on @fsdp
+// FSDP-NEXT: parc.wait %[[G0]] : tensor<1232xbf16>
 // FSDP-NEXT: parc.forward_step "model.layers.0" micro_batch 0
 // FSDP-NEXT: %[[S0:.*]] = parc.save "model.layers.0" micro_batch 0 : tensor<2400xi8>
 // FSDP-NEXT: parc.free %[[G0]] : tensor<1232xbf16>
+// FSDP-NEXT: parc.wait %[[G1]] : tensor<1232xbf16>
 // FSDP-NEXT: parc.forward_step "model.layers.1" micro_batch 0
 // FSDP-NEXT: %[[S1:.*]] = parc.save "model.layers.1" micro_batch 0 : tensor<2400xi8>
 // FSDP-NEXT: parc.free %[[G1]] : tensor<1232xbf16>
@@ -39,11 +43,13 @@
 // FSDP-NEXT: parc.backward_step "" part "tail" micro_batch 0
 // FSDP-NEXT: %[[B1:.*]] = shard.all_gather %[[W1]] on @fsdp
 // FSDP-NEXT: %[[B0:.*]] = shard.all_gather %[[W0]] on @fsdp
+// FSDP-NEXT: parc.wait %[[B1]] : tensor<1232xbf16>
 // FSDP-NEXT: parc.backward_step "model.layers.1" micro_batch 0
 // FSDP-NEXT: parc.free %[[S1]] : tensor<2400xi8>
 // FSDP-NEXT: %[[D1:.*]] = parc.buffer gradient "model.layers.1" micro_batch 0 : tensor<1232xf32>
 // FSDP-NEXT: shard.reduce_scatter %[[D1]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1232xf32> -> tensor<616xf32>
 // FSDP-NEXT: parc.free %[[B1]] : tensor<1232xbf16>
+// FSDP-NEXT: parc.wait %[[B0]] : tensor<1232xbf16>
 // FSDP-NEXT: parc.backward_step "model.layers.0" micro_batch 0
 // FSDP-NEXT: parc.free %[[S0]]
 // FSDP-NEXT: parc.buffer gradient "model.layers.0"
@@ -66,7 +72,7 @@
 // tensor a backward needs is kept; the recompute rebuilds the norm's rstd
 // (32 bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
 // micro-batch.
-// REMAT: @all_ranks 65 steps
+// REMAT: @all_ranks 75 steps
 // REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2 batch 1 seq 8 {
 // REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<2624xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
@@ -80,6 +86,7 @@
 // REMAT-NEXT: parc.free %{{.*}} : tensor<1600xbf16>
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<800xbf16> -> tensor<1600xbf16>
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<616xbf16> -> tensor<1232xbf16>
+// REMAT-NEXT: parc.wait %{{.*}} : tensor<1600xbf16>
 // REMAT-NEXT: parc.forward_step "" part "head" micro_batch 1
 // REMAT: parc.recompute_step "model.layers.0" micro_batch 1 remat "selective" bytes 32
 // REMAT: parc.buffer gradient "model.layers.0" micro_batch 1 : tensor<1232xf32>
@@ -91,7 +98,7 @@
 // input (128 bf16 = 256 bytes) and recomputes 2400. Each stage holds a copy
 // of the tied embedding / lm_head (1600), whose gradient shards (800 f32)
 // are all-reduced between the two stages.
-// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 67 steps, @stage_1 67 steps
+// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 76 steps, @stage_1 76 steps
 // PP-LABEL: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 2 batch 1 seq 8 {
 // PP: parc.forward_step "model.layers.1" micro_batch 0
 // PP-NEXT: parc.save "model.layers.1" micro_batch 0 : tensor<256xi8>
@@ -141,6 +148,8 @@
 // INTERLEAVED-NEXT: shard.recv {{.*}} source = [0]
 // INTERLEAVED-NEXT: shard.all_gather %{{.*}} on @fsdp grid_axes = [0] gather_axis = 0 : tensor<1600xbf16> -> tensor<1600xbf16>
 // INTERLEAVED-NEXT: shard.all_gather
+// INTERLEAVED-NEXT: parc.wait
+// INTERLEAVED-NEXT: parc.wait
 // INTERLEAVED-NEXT: parc.forward_step "model.layers.1" micro_batch 0
 // INTERLEAVED-NEXT: parc.save "model.layers.1" micro_batch 0 : tensor<2400xi8>
 // INTERLEAVED-NEXT: parc.free
@@ -152,6 +161,7 @@
 // INTERLEAVED-NEXT: parc.forward_step "" part "tail" micro_batch 0
 // INTERLEAVED-NEXT: parc.backward_step "" part "tail" micro_batch 0
 // INTERLEAVED-NEXT: shard.all_gather
+// INTERLEAVED-NEXT: parc.wait
 // INTERLEAVED-NEXT: parc.backward_step "model.layers.3" micro_batch 0 chunk 1
 // One shard: no gradient to reduce-scatter; the optimizer updates all
 // (1600 + 2 x 1232) parameters.

@@ -1,7 +1,8 @@
 //===- ParcScheduleOps.cpp - verifiers of per-rank-kind programs ----------===//
 //
 // A program is checked as a whole, once: what it frees it gathered or saved,
-// what it saves it frees, a layer's backward follows its forward, and every
+// what it saves it frees, what it gathers it waits for before the unit
+// computes or is freed, a layer's backward follows its forward, and every
 // step names a discovered layer or the root's head / tail. The shard
 // collectives in a program are checked by their own verifiers.
 //
@@ -181,12 +182,29 @@ public:
     for (Operation &op : *program.getBody())
       if (auto save = dyn_cast<SaveOp>(op); save && !freed.contains(save))
         return save.emitOpError() << "is never freed";
+    for (Operation &op : *program.getBody())
+      if (auto path = gatheredUnit(&op); path && unwaited.lookup(*path) == &op)
+        return op.emitOpError() << "gathers FSDP unit " << unitName(*path)
+                                << " and is never waited for (parc.wait)";
     return success();
   }
 
 private:
   LogicalResult checkOp(Operation &op) {
     StringRef name = op.getName().getStringRef();
+    if (auto path = gatheredUnit(&op)) {
+      // A later gather of the same unit while one is in flight: the
+      // program frees and regathers, so the earlier must be waited.
+      if (Operation *earlier = unwaited.lookup(*path)) {
+        InFlightDiagnostic diag =
+            op.emitOpError() << "gathers FSDP unit " << unitName(*path)
+                             << " again before the previous gather is waited";
+        diag.attachNote(earlier->getLoc()) << "the previous gather";
+        return diag;
+      }
+      unwaited[*path] = &op;
+      return success();
+    }
     if (name == "shard.all_gather" || name == "shard.reduce_scatter" ||
         name == "shard.all_reduce" || name == "shard.send" ||
         name == "shard.recv")
@@ -195,6 +213,8 @@ private:
       return checkMicroBatch(op, op.getAttrOfType<IntegerAttr>("micro_batch"));
     if (auto free = dyn_cast<FreeOp>(op))
       return checkFree(free);
+    if (auto wait = dyn_cast<WaitOp>(op))
+      return checkWait(wait);
     if (auto step = dyn_cast<ForwardStepOp>(op))
       return advance(op, step.getModule(), step.getPart(),
                      step.getMicroBatch(), step.getChunk(), Progress::None,
@@ -245,6 +265,18 @@ private:
                         Progress to, StringRef what) {
     if (failed(checkTarget(op, module, microBatch)))
       return failure();
+    // The unit computes on what its gather brought: it must have landed.
+    // Any layer may read the root's parameters (tied or shared weights).
+    for (StringRef unit : {module, StringRef()})
+      if (Operation *gather = unwaited.lookup(unit)) {
+        InFlightDiagnostic diag = op.emitOpError();
+        diag << "runs the " << what << " of " << describe(module, part)
+             << " micro-batch " << microBatch
+             << " before waiting for the all-gather of FSDP unit "
+             << unitName(unit);
+        diag.attachNote(gather->getLoc()) << "the gather";
+        return diag;
+      }
     Progress &state = progress[StepKey{module, part.value_or(""), microBatch,
                                        chunk}];
     if (state != fromA && state != fromB) {
@@ -272,7 +304,45 @@ private:
                                    "result of its program";
     if (!freed.insert(def).second)
       return free.emitOpError() << "frees a buffer that is already freed";
+    if (auto path = gatheredUnit(def); path && unwaited.lookup(*path) == def) {
+      InFlightDiagnostic diag =
+          free.emitOpError() << "frees the all-gather of FSDP unit "
+                             << unitName(*path) << " before waiting for it";
+      diag.attachNote(def->getLoc()) << "the gather";
+      return diag;
+    }
     return success();
+  }
+
+  LogicalResult checkWait(WaitOp wait) {
+    Operation *def = wait.getGathered().getDefiningOp();
+    std::optional<StringRef> path =
+        def && def->getBlock() == program.getBody() ? gatheredUnit(def)
+                                                    : std::nullopt;
+    if (!path)
+      return wait.emitOpError() << "must wait for a shard.all_gather of a "
+                                   "param_shard buffer of its program";
+    if (unwaited.lookup(*path) != def)
+      return wait.emitOpError() << "waits for an all-gather of FSDP unit "
+                                << unitName(*path) << " that is already "
+                                   "waited for";
+    unwaited.erase(*path);
+    return success();
+  }
+
+  /// The unit an FSDP all-gather (of a param_shard buffer) gathers.
+  static std::optional<StringRef> gatheredUnit(Operation *op) {
+    if (!op || op->getName().getStringRef() != "shard.all_gather" ||
+        op->getNumOperands() != 1)
+      return std::nullopt;
+    auto buffer = op->getOperand(0).getDefiningOp<BufferOp>();
+    if (!buffer || buffer.getKind() != BufferKind::ParamShard)
+      return std::nullopt;
+    return buffer.getOf();
+  }
+
+  static std::string unitName(StringRef path) {
+    return path.empty() ? std::string("root") : "'" + path.str() + "'";
   }
 
   static std::string describe(StringRef module,
@@ -297,6 +367,8 @@ private:
   llvm::StringSet<> layers;
   std::map<StepKey, Progress> progress;
   llvm::DenseSet<Operation *> freed;
+  /// Per unit path, its gather in flight (issued, not yet waited for).
+  llvm::StringMap<Operation *> unwaited;
 };
 
 } // namespace

@@ -38,7 +38,9 @@ def Parc_ProgramOp : Parc_Op<"program", [
     different program.
 
     The region verifier checks the program as a whole: every `parc.save`
-    is freed exactly once and nothing is freed twice, a layer's backward
+    is freed exactly once and nothing is freed twice, every FSDP
+    all-gather is waited for once before its unit computes or is freed, a
+    layer's backward
     follows its forward (and a recompute lies between them), every step
     names a discovered layer of the model or the root's `head` / `tail`.
 
@@ -48,6 +50,7 @@ def Parc_ProgramOp : Parc_Op<"program", [
       %w = parc.buffer param_shard "model.layers.0" : tensor<324xbf16>
       %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0
           : tensor<324xbf16> -> tensor<648xbf16>
+      parc.wait %g : tensor<648xbf16>
       parc.forward_step "model.layers.0" micro_batch 0
       %a = parc.save "model.layers.0" micro_batch 0 : tensor<8192xi8>
       parc.free %g : tensor<648xbf16>
@@ -158,6 +161,33 @@ def Parc_FreeOp : Parc_StepOp<"free"> {
   }];
   let arguments = (ins AnyRankedTensor:$buffer);
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
+def Parc_WaitOp : Parc_StepOp<"wait"> {
+  let summary = "Wait for an FSDP all-gather to land";
+  let description = [{
+    A `shard.all_gather` of a `param_shard` buffer is issued where the
+    program puts it (the unit's `prefetch` compute steps ahead) and runs on
+    the communication stream while the compute steps between go on; its
+    bytes are allocated from the issue. `parc.wait` is where the compute
+    stream stops until the gathered unit has landed: every such gather is
+    waited exactly once, after its issue, before the next compute step of
+    its unit (of any step, for the root's unit) and before its
+    `parc.free`. What overlaps is therefore the program's: the runtime
+    issues the collective at the gather and blocks at the wait, and the
+    cost model's compute stream stalls here for whatever of the gather the
+    steps since its issue did not hide.
+
+    ```mlir
+    %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0
+        : tensor<324xbf16> -> tensor<648xbf16>
+    parc.forward_step "model.layers.0" micro_batch 0
+    parc.wait %g : tensor<648xbf16>
+    parc.forward_step "model.layers.1" micro_batch 0
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$gathered);
+  let assemblyFormat = "$gathered attr-dict `:` type($gathered)";
 }
 
 def Parc_ClipGradNormOp : Parc_StepOp<"clip_grad_norm"> {

@@ -406,6 +406,7 @@ parc.model @program_1 class "M" {
   parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
     %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    parc.wait %g : tensor<16xbf16>
     parc.free %g : tensor<16xbf16>
     // expected-error@+1 {{frees a buffer that is already freed}}
     parc.free %g : tensor<16xbf16>
@@ -692,5 +693,135 @@ parc.model @clip_zero_norm class "M" {
     // expected-error@+1 {{max_norm must be positive, got 0}}
     parc.clip_grad_norm max_norm 0.0
     parc.optimizer_step params 16
+  }
+}
+
+// -----
+
+parc.model @program_wait_before_compute class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    // expected-note@+1 {{the gather}}
+    %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    // expected-error@+1 {{runs the forward of 'layers.0' micro-batch 0 before waiting for the all-gather of FSDP unit 'layers.0'}}
+    parc.forward_step "layers.0" micro_batch 0
+  }
+}
+
+// -----
+
+parc.model @program_wait_before_free class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    // expected-note@+1 {{the gather}}
+    %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    // expected-error@+1 {{frees the all-gather of FSDP unit 'layers.0' before waiting for it}}
+    parc.free %g : tensor<16xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_wait_twice class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    parc.wait %g : tensor<16xbf16>
+    // expected-error@+1 {{waits for an all-gather of FSDP unit 'layers.0' that is already waited for}}
+    parc.wait %g : tensor<16xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_wait_not_gather class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    // expected-error@+1 {{must wait for a shard.all_gather of a param_shard buffer of its program}}
+    parc.wait %w : tensor<8xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_wait_never class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    // expected-error@+1 {{gathers FSDP unit 'layers.0' and is never waited for (parc.wait)}}
+    %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_wait_regather class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    // expected-note@+1 {{the previous gather}}
+    %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    // expected-error@+1 {{gathers FSDP unit 'layers.0' again before the previous gather is waited}}
+    %g2 = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_wait_root class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
+    %r = parc.buffer param_shard "" : tensor<8xbf16>
+    // expected-note@+1 {{the gather}}
+    %g = shard.all_gather %r on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    // expected-error@+1 {{runs the forward of 'layers.0' micro-batch 0 before waiting for the all-gather of FSDP unit root}}
+    parc.forward_step "layers.0" micro_batch 0
   }
 }

@@ -189,6 +189,8 @@ parc.model @scheduled class "M" {
     %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
     // CHECK-NEXT: parc.forward_step "" part "head" micro_batch 0
     parc.forward_step "" part "head" micro_batch 0
+    // CHECK-NEXT: parc.wait %[[G]] : tensor<16xbf16>
+    parc.wait %g : tensor<16xbf16>
     // CHECK-NEXT: parc.forward_step "layers.0" micro_batch 0 chunk 1
     parc.forward_step "layers.0" micro_batch 0 chunk 1
     // CHECK-NEXT: %[[S:.*]] = parc.save "layers.0" micro_batch 0 chunk 1 : tensor<64xi8>
@@ -203,6 +205,7 @@ parc.model @scheduled class "M" {
     // CHECK: shard.recv %{{.*}} on @pp grid_axes = [0] source = [1] : (tensor<32xbf16>) -> tensor<32xbf16>
     %got = shard.recv %dx on @pp grid_axes = [0] source = [1] : (tensor<32xbf16>) -> tensor<32xbf16>
     %g2 = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
+    parc.wait %g2 : tensor<16xbf16>
     // CHECK: parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat "full" bytes 128
     parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat "full" bytes 128
     // CHECK-NEXT: parc.backward_step "layers.0" micro_batch 0 chunk 1

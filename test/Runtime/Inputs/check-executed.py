@@ -52,6 +52,11 @@ def expected_programs(path):
             kind, buf, of = origin[m.group(1)]
             current.append(f"free saved {of}" if kind == "save" else f"free {of or 'root'}")
             continue
+        m = re.match(r"parc\.wait (%[\w.]+)", body)
+        if m:
+            kind, buf, of = origin[m.group(1)]
+            current.append(f"wait all-gather {of or 'root'}")
+            continue
         if body.startswith("parc.clip_grad_norm"):
             current.append("clip grad norm")
             continue

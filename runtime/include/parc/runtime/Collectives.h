@@ -41,6 +41,14 @@ public:
 };
 constexpr int kPeerFailureExit = 3;
 
+/// A collective started and not yet waited for (parc.wait in a program).
+class PendingCollective {
+public:
+  virtual ~PendingCollective() = default;
+  /// Blocks until it has completed; throws CollectiveError when it failed.
+  virtual void wait() = 0;
+};
+
 class Collectives {
 public:
   virtual ~Collectives() = default;
@@ -53,7 +61,19 @@ public:
 
   /// Writes every rank's `shard` into `full` in rank order along dim 0;
   /// `full` is contiguous with size() times the rows of `shard`.
-  virtual void allGather(const at::Tensor &shard, at::Tensor &full) = 0;
+  void allGather(const at::Tensor &shard, at::Tensor &full) {
+    full.chunk(size(), 0)[rank()].copy_(shard);
+    startAllGather(full)->wait();
+  }
+  /// Starts an all-gather in place and returns at once: this rank's dim-0
+  /// slice of `full` (contiguous, dim 0 divisible by size()) already holds
+  /// its shard, as FSDP2 writes its all-gather input into the output; the
+  /// other slices are filled by the time wait() returns. `full` must live
+  /// until then. Nothing is staged: the bytes of a gather in flight are
+  /// `full`'s, so what a rank holds while compute overlaps a gather does not
+  /// depend on when the gather happens to run.
+  virtual std::unique_ptr<PendingCollective>
+  startAllGather(const at::Tensor &full) = 0;
   /// Sums `full` (contiguous, dim 0 divisible by size()) over the ranks and
   /// returns this rank's dim-0 slice of the sum.
   virtual at::Tensor reduceScatterSum(const at::Tensor &full) = 0;

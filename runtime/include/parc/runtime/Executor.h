@@ -158,7 +158,12 @@ public:
   }
 
   // Used by the autograd functions in Executor.cpp.
-  std::vector<at::Tensor> gather(FsdpUnit &unit);
+  /// Starts gathering `unit` into fresh storages in its compute dtype and
+  /// returns its full parameters, readable once every collective it adds
+  /// to `pending` has been waited for.
+  std::vector<at::Tensor>
+  startGather(FsdpUnit &unit,
+              std::vector<std::unique_ptr<PendingCollective>> &pending);
   std::vector<at::Tensor> reduceGrads(FsdpUnit &unit,
                                       const std::vector<at::Tensor> &grads);
   std::vector<at::Tensor> run(const std::string &module,
