@@ -534,11 +534,14 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
   int64_t hidden = text.stack.hidden;
   auto model = ModelOp::create(builder, loc, spec.symbolName,
       spec.vision ? spec.wrapperClass : text.causalLMClass);
-  model->setAttr("parc.source", builder.getStringAttr(spec.source));
-  model->setAttr("parc.hf_config", spec.config);
-  SmallVector<StringRef> defaulted(spec.defaultedKeys.begin(),
-                                   spec.defaultedKeys.end());
-  model->setAttr("parc.defaulted_keys", builder.getStrArrayAttr(defaulted));
+  {
+    SmallVector<StringRef> defaulted(spec.defaultedKeys.begin(),
+                                     spec.defaultedKeys.end());
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(model.getBody());
+    HFConfigOp::create(builder, loc, spec.source, spec.config,
+                       builder.getStrArrayAttr(defaulted));
+  }
 
   Operation *embedOwner;
   NNModuleOp inner;

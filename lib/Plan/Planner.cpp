@@ -357,8 +357,11 @@ void plan(const PlanInvocation &invocation, MLIRContext *context,
   ModelSummary summary;
   summary.name = model->getSymName().str();
   summary.className = model->getClassName().str();
-  if (auto source = (*model)->getAttrOfType<StringAttr>("parc.source"))
-    summary.source = source.getValue().str();
+  auto configs = model->getBody()->getOps<HFConfigOp>();
+  if (!configs.empty())
+    summary.source = (*configs.begin()).getSource().str();
+  else if (auto source = (*model)->getAttrOfType<StringAttr>("parc.source"))
+    summary.source = source.getValue().str(); // hand-written IR
   summary.file = file.str();
   summary.parameters = stats.totalParameters;
   summary.trainableParameters = countTrainableParameters(*model, stats);

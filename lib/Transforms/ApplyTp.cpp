@@ -7,7 +7,7 @@
 // activation / mul result are row-parallel; the embedding table and the
 // linear producing the logits of the cross-entropy are vocab-parallel.
 // Divisibility is checked before anything is written, and each refusal names
-// the config key (from `parc.hf_config`) or the op attribute it comes from.
+// the config key (from the model's `parc.hf_config`) or the op attribute it comes from.
 //
 // Collectives are recorded, not inserted: a real shard.all_reduce in the
 // forward would change value types that the other passes read. Each op after
@@ -363,7 +363,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     for (auto *set : {&projections, &mlpIn})
       for (Operation *op : *set) {
         if (mlpOut.contains(op) || outputs.contains(op))
-          return mlir::emitError(model->getLoc())
+          return op->emitError()
                  << "apply-tp: linear "
                  << getDottedPath(
                         lookupParam(op, cast<LinearOp>(op).getWeight()))
@@ -526,7 +526,9 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       return mlir::emitError(model->getLoc())
              << "apply-tp needs layer stacks: discovery found none in @"
              << model.getSymName();
-    config = model->getAttrOfType<DictionaryAttr>("parc.hf_config");
+    auto configs = model.getBody()->getOps<HFConfigOp>();
+    config = configs.empty() ? DictionaryAttr()
+                             : (*configs.begin()).getConfig();
 
     for (const LayerStack &stack : stacks) {
       llvm::StringSet<> types;
@@ -598,15 +600,23 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     // A tie group is one tensor: its members must agree.
     for (TieOp tie : model.getBody()->getOps<TieOp>()) {
       std::optional<std::string> first;
+      ParamOp firstParam;
       for (auto ref : tie.getParams().getAsRange<SymbolRefAttr>()) {
         auto param = cast<ParamOp>(SymbolTable::lookupSymbolIn(model, ref));
         std::string plan =
             planOf.count(param) ? planOf[param] : std::string("replicated");
-        if (first && *first != plan)
-          return mlir::emitError(model->getLoc())
-                 << "apply-tp: tied parameter " << getDottedPath(param)
-                 << " would be " << plan << " but its tie group is " << *first;
+        if (first && *first != plan) {
+          InFlightDiagnostic diag =
+              tie.emitError() << "apply-tp: tied parameter "
+                              << getDottedPath(param) << " would be " << plan
+                              << " but its tie group is " << *first;
+          diag.attachNote(param.getLoc()) << getDottedPath(param);
+          diag.attachNote(firstParam.getLoc())
+              << getDottedPath(firstParam) << " is " << *first;
+          return diag;
+        }
         first = plan;
+        firstParam = param;
       }
     }
 

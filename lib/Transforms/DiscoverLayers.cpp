@@ -271,10 +271,10 @@ getStacksAtPaths(ModelOp model, ArrayRef<std::string> paths,
       auto [claim, isNew] = claimedBy.try_emplace(layer, path);
       if (isNew)
         continue;
-      emitError(model.getLoc())
-          << "stack overrides '" << claim->second << "' and '" << path
-          << "' both hold layer " << getDottedPath(layer) << " in @"
-          << model.getSymName();
+      layer.emitError() << "stack overrides '" << claim->second << "' and '"
+                        << path << "' both hold layer "
+                        << getDottedPath(layer) << " in @"
+                        << model.getSymName();
       allResolved = false;
       break;
     }

@@ -173,7 +173,7 @@ static LogicalResult verifyModuleBody(Operation *op, Block &body,
     if (isa<NNModuleOp, ParamOp>(child))
       continue;
     // Ties, grids, FSDP units and programs describe the whole model.
-    if (allowTies && (isa<TieOp, FsdpUnitOp, ProgramOp>(child) ||
+    if (allowTies && (isa<TieOp, FsdpUnitOp, ProgramOp, HFConfigOp>(child) ||
                       child.getName().getStringRef() == "shard.grid"))
       continue;
     if (auto func = dyn_cast<func::FuncOp>(child)) {
@@ -192,6 +192,10 @@ static LogicalResult verifyModuleBody(Operation *op, Block &body,
 LogicalResult ModelOp::verifyRegions() {
   if (failed(verifyModuleBody(*this, *getBody(), /*allowTies=*/true)))
     return failure();
+  auto configs = getBody()->getOps<HFConfigOp>();
+  if (!configs.empty() && std::next(configs.begin()) != configs.end())
+    return (*std::next(configs.begin())).emitOpError()
+           << "is the second parc.hf_config of @" << getSymName();
   // A parameter may belong to at most one tie group.
   llvm::SmallPtrSet<Attribute, 8> tied;
   for (auto tie : getBody()->getOps<TieOp>())

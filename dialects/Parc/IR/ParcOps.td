@@ -26,11 +26,13 @@ def Parc_ModelOp : Parc_Op<"model", [
   let description = [{
     The root `nn.Module` of a model (the `""` entry of `named_modules()`),
     with its class name. Its body holds the child modules, the root's own
-    parameters, its `func.func @forward` and the `parc.tie` groups. Dotted
+    parameters, its `func.func @forward`, the `parc.tie` groups and, for an
+    imported model, its `parc.hf_config`. Dotted
     paths of everything below are relative to this op.
 
     ```mlir
-    parc.model @llama class "LlamaForCausalLM" attributes {source = "hf:llama"} {
+    parc.model @llama class "LlamaForCausalLM" {
+      parc.hf_config "hf:llama" {model_type = "llama"} defaulted []
       parc.module @lm_head "Linear" leaf {
         parc.param @weight : tensor<128256x4096xbf16>
       }
@@ -46,6 +48,29 @@ def Parc_ModelOp : Parc_Op<"model", [
                                  "::llvm::StringRef":$className)>];
   let skipDefaultBuilders = 1;
   let hasRegionVerifier = 1;
+}
+
+def Parc_HFConfigOp : Parc_Op<"hf_config", [HasParent<"ModelOp">]> {
+  let summary = "The Hugging Face config a model was imported from";
+  let description = [{
+    The effective `config.json` of an imported model: every key the
+    importer read, with the config class's default filled in where the file
+    had none (`defaulted` lists those keys), and the source it came from
+    (`hf:<model_type>`). Passes that refuse a plan name the config key a
+    value came from (apply-tp's head counts, for instance); keeping the
+    dictionary on its own op keeps it off the `parc.model` line, which is
+    the excerpt of every diagnostic on the model.
+
+    ```mlir
+    parc.hf_config "hf:llama" {hidden_size = 4096 : i64, model_type = "llama"}
+        defaulted ["head_dim"]
+    ```
+  }];
+  let arguments = (ins StrAttr:$source, DictionaryAttr:$config,
+                       StrArrayAttr:$defaulted);
+  let assemblyFormat = [{
+    $source $config `defaulted` $defaulted attr-dict
+  }];
 }
 
 def Parc_NNModuleOp : Parc_Op<"module", [
