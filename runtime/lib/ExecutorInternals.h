@@ -1,4 +1,4 @@
-//===- ExecutorInternals.h - what Executor.cpp and Interpreter.cpp share --===//
+//===- ExecutorInternals.h - what the executor's files share -------------===//
 //
 // The compiled form of plan.bin's forwards (ops with their attributes read
 // once) and the model's forward flattened into layer calls and the root's

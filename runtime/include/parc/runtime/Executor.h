@@ -3,7 +3,7 @@
 // The model as a plan describes it: each rank's parameter shards, the FSDP
 // units that gather and free them, and the module forwards compiled from
 // plan.bin into LibTorch calls. Autograd does the backward; the custom
-// functions in Executor.cpp put the collectives and recomputation where the
+// functions in Forward.cpp put the collectives and recomputation where the
 // plan says.
 //
 //===----------------------------------------------------------------------===//
@@ -157,7 +157,7 @@ public:
     return tiedTo;
   }
 
-  // Used by the autograd functions in Executor.cpp.
+  // Used by the autograd functions in Forward.cpp and by the interpreter.
   /// Starts gathering `unit` into fresh storages in its compute dtype and
   /// returns its full parameters, readable once every collective it adds
   /// to `pending` has been waited for.
@@ -188,6 +188,10 @@ public:
 private:
   Executor(const plan::Plan &plan, Collectives &comm);
   bool compile(std::string &error);
+  bool compileParameters(std::string &error);
+  bool compileUnits(std::string &error);
+  bool compileForwards(std::string &error);
+  bool compileForward(const plan::Forward &entry, std::string &error);
   /// Works out, from the root down the calls, which values TP splits and
   /// where the TP collectives go (`args`, `results`: TpValue per value).
   bool compileTp(CompiledForward &fwd, const std::vector<int> &args,

@@ -1,0 +1,219 @@
+//===- Parameters.cpp - parameter shards and their collectives ------------===//
+//
+// Each parameter slot holds this rank's fp32 master shard (its FSDP rows of
+// its TP part). This file initialises them from the plan's seed, gathers a
+// unit for compute, reduce-scatters its gradients, adds gradients over
+// data-parallel replicas and tied copies, and sums the squared norms.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ExecutorInternals.h"
+#include "parc/runtime/PlanFile.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <stdexcept>
+
+using namespace parc;
+using namespace parc::runtime;
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+void Executor::materialise(uint64_t seed) {
+  int shards = layout.fsdp, shard = layout.fsdpIndex;
+  int tp = layout.tp;
+  for (ParamSlot &slot : paramSlots) {
+    if (!slot.local)
+      continue;
+    at::Tensor full;
+    if (slot.init == "ones")
+      full = at::ones(slot.fullShape, at::kFloat);
+    else if (slot.init == "zeros")
+      full = at::zeros(slot.fullShape, at::kFloat);
+    else {
+      double std = std::stod(slot.init.substr(7));
+      at::Generator gen =
+          at::make_generator<at::CPUGeneratorImpl>(fnv1a(slot.path, seed));
+      full = at::normal(0.0, std, slot.fullShape, gen);
+    }
+    // The TP slice of the world-1 tensor, then this rank's FSDP rows of it.
+    if (tp > 1 && slot.tp != TpSplit::Replicated) {
+      if (slot.tp == TpSplit::Vocab && slot.tpPaddedDim0 > full.size(0)) {
+        std::vector<int64_t> pad = slot.fullShape;
+        pad[0] = slot.tpPaddedDim0 - full.size(0);
+        full = at::cat({full, at::zeros(pad, full.options())}, 0);
+      }
+      int dim = slot.tp == TpSplit::Rowwise ? 1 : 0;
+      full = full.chunk(tp, dim)[layout.tpIndex].contiguous();
+    }
+    int64_t rows = slot.rowsPerRank(shards);
+    std::vector<int64_t> shardShape = slot.shape;
+    shardShape[0] = rows;
+    at::Tensor mine = at::zeros(shardShape, at::kFloat);
+    int64_t begin = shard * rows;
+    int64_t end = std::min<int64_t>(begin + rows, slot.shape[0]);
+    if (end > begin)
+      mine.narrow(0, 0, end - begin).copy_(full.narrow(0, begin, end - begin));
+    slot.master = mine.requires_grad_(!slot.frozen);
+    slot.expAvg = at::zeros_like(mine);
+    slot.expAvgSq = at::zeros_like(mine);
+  }
+}
+
+void Executor::reduceReplicas(FsdpUnit &unit) {
+  int replicas = dpComm->size();
+  if (replicas == 1)
+    return;
+  // The unit's trainable shard gradients flattened into one buffer, summed
+  // over the replicas and averaged (each replica's loss is the mean over its
+  // own tokens, as each FSDP shard's is).
+  std::vector<at::Tensor> grads;
+  for (int s : unit.slots) {
+    ParamSlot &slot = paramSlots[s];
+    if (!slot.local || slot.frozen)
+      continue;
+    if (!slot.master.grad().defined())
+      slot.master.mutable_grad() = at::zeros_like(slot.master);
+    grads.push_back(slot.master.grad());
+  }
+  if (grads.empty())
+    return;
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor &g : grads)
+    flat.push_back(g.reshape({-1}));
+  at::Tensor buffer = at::cat(flat);
+  dpComm->allReduceSum(buffer);
+  buffer.div_(replicas);
+  int64_t offset = 0;
+  for (at::Tensor &g : grads) {
+    g.copy_(buffer.narrow(0, offset, g.numel()).view(g.sizes()));
+    offset += g.numel();
+  }
+}
+
+void Executor::reduceTiedCopy(const std::string &path) {
+  auto alias = tiedTo.find(path);
+  auto it = slotByPath.find(alias == tiedTo.end() ? path : alias->second);
+  if (it == slotByPath.end())
+    throw std::runtime_error("tied-copy all-reduce of '" + path +
+                             "', which is no parameter of the plan");
+  ParamSlot &slot = paramSlots[it->second];
+  if (!tiedComm || slot.stages.size() < 2 || !slot.local || slot.frozen)
+    return;
+  if (!slot.master.grad().defined())
+    slot.master.mutable_grad() = at::zeros_like(slot.master);
+  at::Tensor grad = slot.master.grad();
+  tiedComm->allReduceSum(grad);
+}
+
+double Executor::gradSquares() {
+  double sum = 0;
+  // Data-parallel replicas hold the same (all-reduced) gradients: the first
+  // counts them.
+  if (layout.dpIndex != 0)
+    return sum;
+  for (ParamSlot &slot : paramSlots) {
+    if (!slot.local || slot.frozen || !slot.master.grad().defined())
+      continue;
+    // Replicated over TP: every TP rank holds the same gradient.
+    if (slot.tp == TpSplit::Replicated && layout.tpIndex != 0)
+      continue;
+    // A tie spanning stages: both copies hold the all-reduced gradient.
+    if (slot.stages.size() > 1 && layout.ppIndex != slot.stages[0])
+      continue;
+    // Σ g² without a copy of the gradient: fp32 dot products over slices,
+    // added in double (a double copy and its square would be a transient of
+    // four times the largest gradient).
+    at::Tensor flat = slot.master.grad().reshape({-1});
+    constexpr int64_t kSlice = int64_t(1) << 20;
+    for (int64_t at = 0; at < flat.numel(); at += kSlice) {
+      at::Tensor part = flat.narrow(0, at, std::min(kSlice, flat.numel() - at));
+      sum += at::dot(part, part).item<double>();
+    }
+  }
+  return sum;
+}
+
+std::vector<int> Executor::moduleSlots(const std::string &module) {
+  std::vector<int> slots;
+  std::string prefix = module.empty() ? "" : module + ".";
+  for (size_t i = 0; i < paramSlots.size(); ++i)
+    if (paramSlots[i].path.rfind(prefix, 0) == 0)
+      slots.push_back(i);
+  return slots;
+}
+
+std::vector<at::Tensor> Executor::startGather(
+    FsdpUnit &unit, std::vector<std::unique_ptr<PendingCollective>> &pending) {
+  int world = fsdpComm->size();
+  std::vector<at::Tensor> fulls;
+  unit.storages.clear();
+  for (int s : unit.slots) {
+    ParamSlot &slot = paramSlots[s];
+    at::Tensor shard = slot.master.detach();
+    if (world == 1 && unit.compute == at::kFloat) {
+      // One rank: the master is the compute tensor; nothing to gather.
+      fulls.push_back(shard);
+      unit.storages.emplace_back();
+      continue;
+    }
+    std::vector<int64_t> padded = slot.shape;
+    padded[0] = slot.paddedDim0;
+    at::Tensor buffer = at::empty(padded, shard.options().dtype(unit.compute));
+    // This rank's shard goes straight into its slice, cast on the way: no
+    // copy of the shard in the compute dtype exists besides.
+    buffer.chunk(world, 0)[fsdpComm->rank()].copy_(shard);
+    pending.push_back(fsdpComm->startAllGather(buffer));
+    at::Tensor full = buffer;
+    if (slot.paddedDim0 != slot.shape[0])
+      // Same storage, not a view: the storage is freed and refilled whole.
+      full = at::empty({0}, buffer.options())
+                 .set_(buffer.storage(), 0, slot.shape,
+                       c10::contiguous_strides(slot.shape));
+    unit.storages.push_back(buffer.storage());
+    fulls.push_back(full);
+  }
+  return fulls;
+}
+
+std::vector<at::Tensor>
+Executor::reduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads) {
+  int world = fsdpComm->size();
+  std::vector<at::Tensor> shards;
+  for (size_t i = 0; i < unit.slots.size(); ++i) {
+    ParamSlot &slot = paramSlots[unit.slots[i]];
+    at::Tensor grad = i < grads.size() ? grads[i] : at::Tensor();
+    if (slot.frozen) {
+      shards.emplace_back();
+      continue;
+    }
+    if (!grad.defined())
+      grad = at::zeros(slot.shape, slot.master.options());
+    if (world == 1) {
+      shards.push_back(grad.to(at::kFloat));
+      continue;
+    }
+    at::Tensor flat = grad.to(unit.reduce);
+    if (slot.paddedDim0 != slot.shape[0]) {
+      std::vector<int64_t> padShape = slot.shape;
+      padShape[0] = slot.paddedDim0 - slot.shape[0];
+      flat = at::cat({flat, at::zeros(padShape, flat.options())}, 0);
+    }
+    at::Tensor mine = fsdpComm->reduceScatterSum(flat.contiguous());
+    // Data parallel: each rank's loss is the mean over its own tokens.
+    shards.push_back(mine.to(at::kFloat).div_(world));
+  }
+  return shards;
+}
+
+const at::Tensor &Executor::param(int slot, const CompiledOp &op) {
+  const at::Tensor &t = paramSlots[slot].full;
+  if (!t.defined())
+    throw std::runtime_error("forward of '" + op.module + "': parameter '" +
+                             paramSlots[slot].path +
+                             "' is used while its FSDP unit is not gathered");
+  return t;
+}
