@@ -122,6 +122,25 @@ int64_t ConfigSection::getInt(StringRef key, int64_t defaultValue) const {
   return *number;
 }
 
+int64_t ConfigSection::getSize(StringRef key, int64_t defaultValue,
+                               int64_t max) const {
+  int64_t value = getInt(key, defaultValue);
+  if (value >= 1 && value <= max)
+    return value;
+  error(key) << "key '" << keyPath(key) << "' must be "
+             << (value < 1 ? "positive" : "at most " + std::to_string(max))
+             << ", got " << value;
+  return 1;
+}
+
+int64_t ConfigSection::requireSize(StringRef key, int64_t max) const {
+  if (!lookup(key)) {
+    error(key) << "missing required key '" << keyPath(key) << "'";
+    return 1;
+  }
+  return getSize(key, 1, max);
+}
+
 std::optional<int64_t>
 ConfigSection::getOptionalInt(StringRef key,
                               std::optional<int64_t> defaultValue) const {

@@ -45,6 +45,19 @@ public:
 
   /// Keys with a class default.
   int64_t getInt(llvm::StringRef key, int64_t defaultValue) const;
+  /// A size or count (dimensions, layers, heads, windows): an error unless
+  /// in [1, max], and then 1, so that nothing is built from the bad value.
+  /// A missing key without a default (`required`) is an error too.
+  int64_t getSize(llvm::StringRef key, int64_t defaultValue,
+                  int64_t max = kMaxDimension) const;
+  int64_t requireSize(llvm::StringRef key, int64_t max = kMaxDimension) const;
+
+  /// The largest dimension (hidden, intermediate, vocabulary, heads, image
+  /// and window sizes) and layer count an import accepts: far above any
+  /// published model, low enough that no product of them overflows and no
+  /// import runs for long.
+  static constexpr int64_t kMaxDimension = int64_t(1) << 24;
+  static constexpr int64_t kMaxLayers = 4096;
   double getFloat(llvm::StringRef key, double defaultValue) const;
   bool getBool(llvm::StringRef key, bool defaultValue) const;
   std::string getString(llvm::StringRef key,

@@ -63,8 +63,6 @@ private:
   std::vector<std::string> readLayerTypes(const ConfigSection &config,
                                           int64_t layers,
                                           std::vector<std::string> derived);
-  void checkPositive(const ConfigSection &config, StringRef key,
-                     int64_t value);
   void checkHeads(const ConfigSection &config, StringRef kvKey, int64_t heads,
                   int64_t kvHeads);
 
@@ -103,13 +101,6 @@ Type HFConfigImporter::readDtype(const ConfigSection &config) {
   return b.getF32Type();
 }
 
-void HFConfigImporter::checkPositive(const ConfigSection &config,
-                                     StringRef key, int64_t value) {
-  if (value <= 0)
-    config.error(key) << "key '" << config.keyPath(key)
-                      << "' must be positive, got " << value;
-}
-
 void HFConfigImporter::checkHeads(const ConfigSection &config,
                                   StringRef kvKey, int64_t heads,
                                   int64_t kvHeads) {
@@ -125,26 +116,18 @@ HFConfigImporter::readDecoderShape(const ConfigSection &config,
                                    std::optional<int64_t> defaultKvHeads,
                                    std::optional<int64_t> defaultHeadDim) {
   DecoderShape shape;
-  shape.vocab = config.getInt("vocab_size", defaultVocab);
-  shape.hidden = config.requireInt("hidden_size");
-  shape.intermediate = config.requireInt("intermediate_size");
-  shape.layers = config.requireInt("num_hidden_layers");
-  shape.heads = config.getInt("num_attention_heads", defaultHeads);
-  shape.kvHeads =
-      config.getInt("num_key_value_heads", defaultKvHeads.value_or(shape.heads));
-  for (auto [key, value] :
-       {std::pair<StringRef, int64_t>{"vocab_size", shape.vocab},
-        {"hidden_size", shape.hidden},
-        {"intermediate_size", shape.intermediate},
-        {"num_hidden_layers", shape.layers},
-        {"num_attention_heads", shape.heads},
-        {"num_key_value_heads", shape.kvHeads}})
-    checkPositive(config, key, value);
+  shape.vocab = config.getSize("vocab_size", defaultVocab);
+  shape.hidden = config.requireSize("hidden_size");
+  shape.intermediate = config.requireSize("intermediate_size");
+  shape.layers =
+      config.requireSize("num_hidden_layers", ConfigSection::kMaxLayers);
+  shape.heads = config.getSize("num_attention_heads", defaultHeads);
+  shape.kvHeads = config.getSize("num_key_value_heads",
+                                 defaultKvHeads.value_or(shape.heads));
   checkHeads(config, "num_key_value_heads", shape.heads, shape.kvHeads);
 
   if (config.has("head_dim") || defaultHeadDim) {
-    shape.headDim = config.getInt("head_dim", defaultHeadDim.value_or(0));
-    checkPositive(config, "head_dim", shape.headDim);
+    shape.headDim = config.getSize("head_dim", defaultHeadDim.value_or(0));
   } else {
     // The config class derives head_dim = hidden_size / num_attention_heads.
     config.getInt("head_dim", 0); // records the default
@@ -297,14 +280,29 @@ void HFConfigImporter::readLlamaFamily(const ConfigSection &config,
 
   std::vector<std::string> derived(shape.layers, "full_attention");
   std::optional<int64_t> window;
+  // A window that is given must be a size; null disables it.
+  auto readWindow = [&]() -> std::optional<int64_t> {
+    std::optional<int64_t> w = config.getOptionalInt("sliding_window", 4096);
+    if (w && (*w < 1 || *w > ConfigSection::kMaxDimension)) {
+      config.getSize("sliding_window", 4096); // reports it
+      return 1;
+    }
+    return w;
+  };
   if (modelType == "mistral") {
-    window = config.getOptionalInt("sliding_window", 4096);
+    window = readWindow();
     if (window)
       derived.assign(shape.layers, "sliding_attention");
   } else if (isQwen) {
     bool useWindow = config.getBool("use_sliding_window", false);
-    window = config.getOptionalInt("sliding_window", 4096);
+    window = readWindow();
     int64_t maxWindowLayers = config.getInt("max_window_layers", 28);
+    if (maxWindowLayers < 0) {
+      config.error("max_window_layers")
+          << "key '" << config.keyPath("max_window_layers")
+          << "' must be >= 0, got " << maxWindowLayers;
+      maxWindowLayers = shape.layers;
+    }
     if (useWindow && window)
       for (int64_t i = maxWindowLayers; i < shape.layers; ++i)
         derived[i] = "sliding_attention";
@@ -363,8 +361,7 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
   bool bias = config.getBool("attention_bias", false);
   std::optional<double> attnSoftcap =
       config.getOptionalFloat("attn_logit_softcapping", std::nullopt);
-  int64_t window = config.getInt("sliding_window", 4096);
-  checkPositive(config, "sliding_window", window);
+  int64_t window = config.getSize("sliding_window", 4096);
   double globalTheta = config.getFloat("rope_theta", 1000000.0);
   double localTheta = config.getFloat("rope_local_base_freq", 10000.0);
   // rope_scaling stretches the global (full-attention) rope only.
@@ -377,11 +374,9 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
   int64_t globalHeadDim = shape.headDim, globalKvHeads = shape.kvHeads;
   bool kEqV = false;
   if (isGemma4) {
-    globalHeadDim = config.getInt("global_head_dim", shape.headDim);
+    globalHeadDim = config.getSize("global_head_dim", shape.headDim);
     globalKvHeads =
-        config.getInt("num_global_key_value_heads", shape.kvHeads);
-    checkPositive(config, "global_head_dim", globalHeadDim);
-    checkPositive(config, "num_global_key_value_heads", globalKvHeads);
+        config.getSize("num_global_key_value_heads", shape.kvHeads);
     checkHeads(config, "num_global_key_value_heads", shape.heads,
                globalKvHeads);
     kEqV = config.getBool("attention_k_eq_v", false);
@@ -400,8 +395,7 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
           << ") is not supported; only 0 is";
   }
 
-  int64_t pattern = config.getInt("sliding_window_pattern", 6);
-  checkPositive(config, "sliding_window_pattern", pattern);
+  int64_t pattern = config.getSize("sliding_window_pattern", 6);
   std::vector<std::string> derived;
   for (int64_t i = 0; i < shape.layers; ++i)
     derived.push_back(pattern > 0 && (i + 1) % pattern == 0
@@ -437,12 +431,14 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
 static void readVisionStack(const ConfigSection *config, StackSpec &stack,
                             int64_t defaults[4], double eps, StringRef epsKey,
                             int64_t &heads) {
-  auto get = [&](StringRef key, int64_t value) {
-    return config ? config->requireInt(key) : value;
+  auto get = [&](StringRef key, int64_t value,
+                 int64_t max = ConfigSection::kMaxDimension) {
+    return config ? config->requireSize(key, max) : value;
   };
   stack.hidden = get("hidden_size", defaults[0]);
   stack.intermediate = get("intermediate_size", defaults[1]);
-  stack.layers.resize(get("num_hidden_layers", defaults[2]));
+  stack.layers.resize(
+      get("num_hidden_layers", defaults[2], ConfigSection::kMaxLayers));
   heads = get("num_attention_heads", defaults[3]);
   stack.normEps = config ? config->getFloat(epsKey, eps) : eps;
 }
@@ -461,9 +457,9 @@ void HFConfigImporter::readSiglipVision(std::optional<ConfigSection> config,
   vision.towerClass = "SiglipVisionModel";
   vision.projectorName = "multi_modal_projector";
   vision.projectorClass = "Gemma3MultiModalProjector";
-  vision.channels = section ? section->getInt("num_channels", 3) : 3;
-  vision.imageSize = section ? section->getInt("image_size", 224) : 224;
-  vision.patchSize = section ? section->getInt("patch_size", 16) : 16;
+  vision.channels = section ? section->getSize("num_channels", 3) : 3;
+  vision.imageSize = section ? section->getSize("image_size", 224) : 224;
+  vision.patchSize = section ? section->getSize("patch_size", 16) : 16;
   stack.layerClass = "SiglipEncoderLayer";
   stack.attentionClass = "SiglipAttention";
   stack.mlpClass = "SiglipMLP";
@@ -490,7 +486,7 @@ void HFConfigImporter::readSiglipVision(std::optional<ConfigSection> config,
     return;
   }
   int64_t side = vision.imageSize / vision.patchSize;
-  int64_t tokensPerImage = root.getInt("mm_tokens_per_image", 256);
+  int64_t tokensPerImage = root.getSize("mm_tokens_per_image", 256);
   auto pooledSide =
       static_cast<int64_t>(std::llround(std::sqrt(double(tokensPerImage))));
   if (tokensPerImage <= 0 || pooledSide * pooledSide != tokensPerImage ||
@@ -521,7 +517,7 @@ void HFConfigImporter::readGemma4Vision(std::optional<ConfigSection> config,
   const ConfigSection *section = config ? &*config : nullptr;
   readVisionStack(section, stack, defaults, 1e-6, "rms_norm_eps", heads);
   auto get = [&](StringRef key, int64_t value) {
-    return section ? section->getInt(key, value) : value;
+    return section ? section->getSize(key, value) : value;
   };
   int64_t kvHeads = get("num_key_value_heads", heads);
   int64_t headDim = get("head_dim", heads > 0 ? stack.hidden / heads : 1);

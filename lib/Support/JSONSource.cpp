@@ -15,6 +15,38 @@ Location JSONSource::fileLoc(unsigned line, unsigned column) const {
 }
 
 FailureOr<json::Value> JSONSource::parse() const {
+  // Bound the nesting before the recursive parser sees it.
+  unsigned depth = 0, line = 1, column = 1;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxNesting) {
+        emitError(fileLoc(line, column - 1))
+            << "malformed JSON: nested deeper than " << kMaxNesting
+            << " levels";
+        return failure();
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (parsed)
     return std::move(*parsed);
@@ -22,7 +54,8 @@ FailureOr<json::Value> JSONSource::parse() const {
   std::string message = llvm::toString(parsed.takeError());
   SmallVector<StringRef> groups;
   llvm::Regex pattern("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
-  unsigned line = 1, column = 1;
+  line = 1;
+  column = 1;
   StringRef detail = message;
   if (pattern.match(message, &groups)) {
     groups[1].getAsInteger(10, line);

@@ -23,8 +23,13 @@ public:
       : context(context), filename(filename.str()), text(text) {}
 
   /// Parses the text; a syntax error is emitted as "malformed JSON: ..." at
-  /// its line and column.
+  /// its line and column, and so is nesting deeper than kMaxNesting (the
+  /// parser recurses per level: a hostile file must not overflow the stack).
   FailureOr<llvm::json::Value> parse() const;
+
+  /// Arrays and objects nested deeper than this are refused; real configs
+  /// nest three or four levels.
+  static constexpr unsigned kMaxNesting = 256;
 
   Location fileLoc(unsigned line = 1, unsigned column = 1) const;
 
