@@ -37,17 +37,10 @@ SmallVector<int64_t> mlir::parc::getTpLocalShape(ParamOp param,
   return shape;
 }
 
-/// "F3", "B0", "F3.c1".
+/// A step of a verified schedule (ParcDialect's verifier parsed it first).
 static PipelineStep parseStep(StringRef text) {
-  PipelineStep step;
-  step.forward = text.consume_front("F");
-  if (!step.forward)
-    text.consume_front("B");
-  auto [micro, chunk] = text.split(".c");
-  (void)micro.getAsInteger(10, step.microBatch);
-  if (!chunk.empty())
-    (void)chunk.getAsInteger(10, step.chunk);
-  return step;
+  auto [forward, micro, chunk] = *parsePipelineStep(text);
+  return {forward, micro, chunk};
 }
 
 PpPlan mlir::parc::getPpPlan(ModelOp model) {

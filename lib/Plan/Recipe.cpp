@@ -18,6 +18,7 @@
 #include "llvm/ADT/SmallVectorExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -62,12 +63,12 @@ static constexpr RecipeKey kRecipeKeys[] = {
     {"model.hf_config", "model", false, "path",
      "Hugging Face config.json of the model"},
     {"model.mlir", "mlir", false, "path", "parc IR (.mlir) of the model"},
-    {"train.seq_len", "seq", false, "n", "Sequence length in tokens"},
+    {"train.seq_len", "seq", false, "n", "Sequence length in tokens", RecipeLimits::kMaxSeqLen},
     {"train.micro_batch_size", "mbs", false, "n",
-     "Sequences per rank per forward (default 1)"},
+     "Sequences per rank per forward (default 1)", RecipeLimits::kMaxMicroBatchTokens},
     {"train.global_batch_size", "gbs", false, "n",
      "Sequences per optimizer step (default: micro-batch x data-parallel "
-     "ranks)"},
+     "ranks)", RecipeLimits::kMaxGlobalBatch},
     {"train.compute_dtype", "dtype", false, "dtype",
      "Dtype of forward/backward compute: bf16, fp16, fp32 (default bf16)"},
     {"train.master_dtype", "master-dtype", false, "dtype",
@@ -85,26 +86,26 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Dotted paths of modules to freeze (no gradients, no optimizer state)"},
     {"cluster.hardware", "hardware", false, "name",
      "Hardware profile name (hardware/<name>.json)"},
-    {"cluster.nodes", "nodes", false, "n", "Nodes (default 1)"},
-    {"cluster.gpus_per_node", "gpus-per-node", false, "n", "GPUs per node"},
+    {"cluster.nodes", "nodes", false, "n", "Nodes (default 1)", RecipeLimits::kMaxGpus},
+    {"cluster.gpus_per_node", "gpus-per-node", false, "n", "GPUs per node", RecipeLimits::kMaxGpus},
     {"cluster.gpus", "gpus", false, "n",
-     "GPUs in all (instead of gpus_per_node: gpus / nodes per node)"},
+     "GPUs in all (instead of gpus_per_node: gpus / nodes per node)", RecipeLimits::kMaxGpus},
     {"parallel.dp", "dp", false, "n",
-     "Data-parallel replicas of the FSDP groups, HSDP (default 1)"},
+     "Data-parallel replicas of the FSDP groups, HSDP (default 1)", RecipeLimits::kMaxGpus},
     {"parallel.fsdp", "fsdp", false, "n",
-     "FSDP shards (default: every GPU not used by dp x tp x pp)"},
-    {"parallel.tp", "tp", false, "n", "Tensor-parallel degree (default 1)"},
-    {"parallel.pp", "pp", false, "n", "Pipeline-parallel degree (default 1)"},
+     "FSDP shards (default: every GPU not used by dp x tp x pp)", RecipeLimits::kMaxGpus},
+    {"parallel.tp", "tp", false, "n", "Tensor-parallel degree (default 1)", RecipeLimits::kMaxGpus},
+    {"parallel.pp", "pp", false, "n", "Pipeline-parallel degree (default 1)", RecipeLimits::kMaxGpus},
     {"parallel.pp_schedule", "schedule", false, "name",
      "Pipeline schedule: gpipe, 1f1b, interleaved-1f1b (default 1f1b)"},
     {"parallel.pp_chunks", "chunks", false, "n",
-     "Model chunks per pipeline rank (interleaved-1f1b; default 1)"},
+     "Model chunks per pipeline rank (interleaved-1f1b; default 1)", 1024},
     {"parallel.pp_split", "pp-split", true, "n",
      "Pinned layers per (virtual) pipeline stage, in order (default: the "
-     "cost-balanced split)"},
+     "cost-balanced split)", 4096},
     {"parallel.microbatches", "microbatches", false, "n",
      "Micro-batches per optimizer step (default: global batch / "
-     "(micro-batch x data-parallel ranks), or pp when no global batch)"},
+     "(micro-batch x data-parallel ranks), or pp when no global batch)", RecipeLimits::kMaxMicrobatches},
     {"parallel.sequence_parallel", "sequence-parallel", false, "bool",
      "Sequence parallelism with TP: true or false (default false)"},
     {"parallel.loss_parallel", "loss-parallel", false, "bool",
@@ -200,6 +201,9 @@ private:
   /// A scalar's text, or an error naming what `key` must be.
   std::optional<std::string> scalar(StringRef key, StringRef expected);
   void readPositive(StringRef key, int64_t &out);
+  /// Whether `value` is within the key's bound (RecipeKey::max); an error
+  /// naming the key if not.
+  bool checkMax(const Entry &entry, StringRef key, int64_t value);
   void readNonNegative(StringRef key, double &out);
   void readString(StringRef key, std::string &out);
   void readChoice(StringRef key, ArrayRef<StringRef> choices, std::string &out);
@@ -383,7 +387,19 @@ void RecipeReader::readPositive(StringRef key, int64_t &out) {
     error(*entry) << "key '" << key << "' must be positive, got " << value;
     return;
   }
+  if (!checkMax(*entry, key, value))
+    return;
   out = value;
+}
+
+bool RecipeReader::checkMax(const Entry &entry, StringRef key,
+                            int64_t value) {
+  const RecipeKey *known = findRecipeKey(key);
+  if (!known || !known->max || value <= known->max)
+    return true;
+  error(entry) << "key '" << key << "' must be at most " << known->max
+               << ", got " << value;
+  return false;
 }
 
 void RecipeReader::readString(StringRef key, std::string &out) {
@@ -463,6 +479,8 @@ void RecipeReader::readPositiveList(StringRef key, std::vector<int64_t> &out) {
                           << item << "' in it";
       return;
     }
+    if (!checkMax(*lookup(key), key, value))
+      return;
     out.push_back(value);
   }
 }
@@ -593,6 +611,24 @@ void RecipeReader::check(PlanRequest &request) {
     return;
 
   int64_t world = request.getWorldSize();
+  if (world > RecipeLimits::kMaxGpus) {
+    const Entry *nodes = lookup("cluster.nodes");
+    error(gpusEntry ? gpusEntry->loc : nodes ? nodes->loc : fileLoc())
+        << request.nodes << " nodes x " << request.gpusPerNode << " = "
+        << world << " GPUs, at most " << RecipeLimits::kMaxGpus
+        << " are supported";
+    return;
+  }
+  if (int64_t tokens = request.microBatchSize * request.seqLen;
+      tokens > RecipeLimits::kMaxMicroBatchTokens) {
+    const Entry *mbs = lookup("train.micro_batch_size");
+    error(mbs ? mbs->loc : lookup("train.seq_len")->loc)
+        << "micro_batch_size " << request.microBatchSize << " x seq_len "
+        << request.seqLen << " = " << tokens
+        << " tokens per micro-batch, at most "
+        << RecipeLimits::kMaxMicroBatchTokens << " are supported";
+    return;
+  }
   std::string cluster =
       (llvm::Twine(world) + " GPUs (" + llvm::Twine(request.nodes) + " node" +
        (request.nodes == 1 ? "" : "s") + " x " +
@@ -620,13 +656,16 @@ void RecipeReader::check(PlanRequest &request) {
     }
     request.fsdp = world / others;
   }
-  if (request.fsdp * others != world) {
+  int64_t used;
+  bool wraps = llvm::MulOverflow(request.fsdp, others, used);
+  if (wraps || used != world) {
     error(parallelLoc) << (request.dp > 1 ? "dp " + std::to_string(request.dp) +
                                                 " x "
                                           : std::string())
                        << "fsdp " << request.fsdp << " x tp " << request.tp
                        << " x pp " << request.pp << " = "
-                       << request.fsdp * others << " GPUs, but the cluster has "
+                       << (wraps ? std::string("over 2^63") : std::to_string(used))
+                       << " GPUs, but the cluster has "
                        << cluster << "; the product must use every GPU";
     return;
   }
@@ -646,7 +685,26 @@ void RecipeReader::check(PlanRequest &request) {
                      << "; gradient accumulation must be a whole number";
     return;
   }
+  if (request.globalBatchSize > RecipeLimits::kMaxGlobalBatch) {
+    error(gbsEntry ? gbsEntry->loc : fileLoc())
+        << "global batch of " << request.globalBatchSize
+        << " sequences, at most " << RecipeLimits::kMaxGlobalBatch
+        << " are supported";
+    return;
+  }
   request.gradAccumulation = request.globalBatchSize / perStep;
+  if (request.gradAccumulation > RecipeLimits::kMaxMicrobatches) {
+    error(gbsEntry ? gbsEntry->loc : fileLoc())
+        << "global_batch_size " << request.globalBatchSize
+        << " / (micro_batch_size " << request.microBatchSize
+        << " x data-parallel ranks " << request.getDataParallelRanks()
+        << ") = " << request.gradAccumulation
+        << " micro-batches per step, at most "
+        << RecipeLimits::kMaxMicrobatches
+        << " are supported (the program unrolls them): raise "
+           "micro_batch_size";
+    return;
+  }
   if (microEntry && request.microbatches != request.gradAccumulation) {
     error(*microEntry) << "microbatches " << request.microbatches
                        << " disagrees with global_batch_size "

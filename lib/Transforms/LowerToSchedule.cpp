@@ -203,40 +203,6 @@ struct SchedulePlan {
   SmallVector<TiedCopy> tied;
 };
 
-/// Every (micro-batch, chunk) forwarded once and backwarded once after it.
-LogicalResult checkSchedule(ModelOp model, int64_t stage,
-                            ArrayRef<PipelineStep> steps, int64_t m,
-                            int64_t v) {
-  SmallVector<int8_t> state(m * v, 0);
-  auto name = [](const PipelineStep &step) {
-    return (step.forward ? "F" : "B") + std::to_string(step.microBatch) +
-           (step.chunk ? ".c" + std::to_string(step.chunk) : "");
-  };
-  for (const PipelineStep &step : steps) {
-    if (step.microBatch < 0 || step.microBatch >= m || step.chunk < 0 ||
-        step.chunk >= v)
-      return mlir::emitError(model->getLoc())
-             << "lower-to-schedule: parc.pp_schedule of stage " << stage
-             << " runs " << name(step) << ", outside the " << m
-             << " micro-batches x " << v << " chunks of parc.pp";
-    int8_t &seen = state[step.microBatch * v + step.chunk];
-    if (step.forward ? seen != 0 : seen != 1)
-      return mlir::emitError(model->getLoc())
-             << "lower-to-schedule: parc.pp_schedule of stage " << stage
-             << " runs " << name(step)
-             << (step.forward || seen == 2 ? " twice" : " before its forward");
-    seen += 1;
-  }
-  for (int64_t i = 0; i < m * v; ++i)
-    if (state[i] != 2)
-      return mlir::emitError(model->getLoc())
-             << "lower-to-schedule: parc.pp_schedule of stage " << stage
-             << " never runs the " << (state[i] == 0 ? "forward" : "backward")
-             << " of micro-batch " << i / v
-             << (v > 1 ? " chunk " + std::to_string(i % v) : "");
-  return success();
-}
-
 struct PlanReader {
   PlanReader(ModelOp model, int64_t seq, int64_t mbs, int64_t gradAccum,
              int64_t imageTokens, KernelProfile kernels)
@@ -285,14 +251,8 @@ struct PlanReader {
       return error() << "parc.tp_size = " << tp.size << " but shard.grid @"
                      << kTpGridName << " has " << tpGrid
                      << " ranks: run --apply-tp again";
-    bool hasPlan = model->hasAttr(kPpPlanAttrName),
-         hasSchedule = model->hasAttr(kPpScheduleAttrName);
-    if (hasPlan != hasSchedule)
-      return error() << "@" << model.getSymName() << " has "
-                     << (hasPlan ? kPpPlanAttrName : kPpScheduleAttrName)
-                     << " but no "
-                     << (hasPlan ? kPpScheduleAttrName : kPpPlanAttrName)
-                     << ": run --apply-pp again";
+    // The dialect verified parc.pp and its schedule (ParcDialect.cpp).
+    bool hasPlan = model->hasAttr(kPpPlanAttrName);
     PpPlan pp = getPpPlan(model);
     plan.stages = pp.stages;
     plan.chunks = pp.chunks;
@@ -302,18 +262,11 @@ struct PlanReader {
         return error() << "grad-accum = " << gradAccum << " with a pipeline: "
                        << "the micro-batches are parc.pp's ("
                        << pp.microbatches << ")";
-      if (pp.stages < 1 || pp.chunks < 1 || pp.microbatches < 1)
-        return error() << "parc.pp needs positive stages, chunks and "
-                          "microbatches";
       if (pp.stages > 1 && getGridSize(model, kPpGridName) != pp.stages)
         return error() << "parc.pp has " << pp.stages
                        << " stages but shard.grid @" << kPpGridName << " has "
                        << getGridSize(model, kPpGridName)
                        << " ranks: run --apply-pp again";
-      for (int64_t s = 0; s < pp.stages; ++s)
-        if (failed(checkSchedule(model, s, pp.steps[s], pp.microbatches,
-                                 pp.chunks)))
-          return failure();
       plan.steps = std::move(pp.steps);
     } else {
       // Gradient accumulation without a pipeline: F0 B0 F1 B1 ...

@@ -27,6 +27,7 @@ def Parc_Dialect : Dialect {
     collectives come from the upstream `shard` dialect.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
+  let hasOperationAttrVerify = 1;
 }
 
 class Parc_Op<string mnemonic, list<Trait> traits = []>

@@ -3,6 +3,12 @@
 #include "Parc/IR/ParcDialect.h"
 #include "Parc/IR/ParcOps.h"
 
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::parc;
 
@@ -13,4 +19,178 @@ void ParcDialect::initialize() {
 #define GET_OP_LIST
 #include "Parc/IR/ParcOps.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// Plan attributes
+//===----------------------------------------------------------------------===//
+
+std::optional<std::tuple<bool, int64_t, int64_t>>
+mlir::parc::parsePipelineStep(StringRef text) {
+  bool forward = text.consume_front("F");
+  if (!forward && !text.consume_front("B"))
+    return std::nullopt;
+  auto [micro, chunk] = text.split(".c");
+  int64_t m = 0, c = 0;
+  if (micro.getAsInteger(10, m) ||
+      (text.contains(".c") && chunk.getAsInteger(10, c)))
+    return std::nullopt;
+  return std::make_tuple(forward, m, c);
+}
+
+namespace {
+/// Bounds the pipeline plan's counts so that nothing sized from them (the
+/// per-stage schedules, the unrolled micro-batches) is unbounded.
+constexpr int64_t kMaxStages = int64_t(1) << 17;
+constexpr int64_t kMaxChunks = 1024;
+constexpr int64_t kMaxMicrobatches = 4096;
+
+/// An integer in [lo, hi] under `key` of `dict`, or an error on `op`.
+FailureOr<int64_t> getBoundedInt(Operation *op, StringRef attr,
+                                 DictionaryAttr dict, StringRef key,
+                                 int64_t lo, int64_t hi) {
+  auto value = dict.getAs<IntegerAttr>(key);
+  if (!value)
+    return op->emitOpError() << "'" << attr << "' needs an integer '" << key
+                             << "'";
+  if (value.getInt() < lo || value.getInt() > hi)
+    return op->emitOpError() << "'" << attr << "' " << key << " must be in ["
+                             << lo << ", " << hi << "], got "
+                             << value.getInt();
+  return value.getInt();
+}
+
+LogicalResult verifyPpPlan(Operation *op, Attribute value) {
+  auto dict = dyn_cast<DictionaryAttr>(value);
+  if (!dict)
+    return op->emitOpError() << "'" << kPpPlanAttrName
+                             << "' must be a dictionary";
+  if (failed(getBoundedInt(op, kPpPlanAttrName, dict, "stages", 1,
+                           kMaxStages)) ||
+      failed(getBoundedInt(op, kPpPlanAttrName, dict, "chunks", 1,
+                           kMaxChunks)) ||
+      failed(getBoundedInt(op, kPpPlanAttrName, dict, "microbatches", 1,
+                           kMaxMicrobatches)))
+    return failure();
+  if (!op->hasAttr(kPpScheduleAttrName))
+    return op->emitOpError() << "has '" << kPpPlanAttrName << "' but no '"
+                             << kPpScheduleAttrName << "'";
+  auto schedule = dict.getAs<StringAttr>("schedule");
+  if (!schedule || !llvm::is_contained(kPpSchedules, schedule.getValue()))
+    return op->emitOpError()
+           << "'" << kPpPlanAttrName << "' schedule must be one of "
+           << llvm::join(ArrayRef(kPpSchedules), ", ");
+  if (auto bubble = dict.get("bubble")) {
+    auto number = dyn_cast<FloatAttr>(bubble);
+    if (!number || !(number.getValueAsDouble() >= 0) ||
+        number.getValueAsDouble() > 1)
+      return op->emitOpError() << "'" << kPpPlanAttrName
+                               << "' bubble must be a float in [0, 1]";
+  }
+  return success();
+}
+
+/// Every stage runs each (micro-batch, chunk) forward once and its backward
+/// once after it; the passes and parc-run rely on nothing else.
+LogicalResult verifyPpSchedule(Operation *op, Attribute value) {
+  auto plan = op->getAttrOfType<DictionaryAttr>(kPpPlanAttrName);
+  if (!plan)
+    return op->emitOpError() << "has '" << kPpScheduleAttrName
+                             << "' without '" << kPpPlanAttrName << "'";
+  // The plan's counts are verified with the plan; read them leniently here.
+  auto count = [&](StringRef key) {
+    auto number = plan.getAs<IntegerAttr>(key);
+    return number ? std::clamp<int64_t>(number.getInt(), 1, kMaxMicrobatches)
+                  : 1;
+  };
+  int64_t stages = std::min(count("stages"), kMaxStages),
+          v = std::min(count("chunks"), kMaxChunks), m = count("microbatches");
+  auto entries = dyn_cast<ArrayAttr>(value);
+  if (!entries)
+    return op->emitOpError() << "'" << kPpScheduleAttrName
+                             << "' must be an array";
+  SmallVector<SmallVector<Attribute>> steps(stages);
+  for (Attribute entry : entries) {
+    auto dict = dyn_cast<DictionaryAttr>(entry);
+    if (!dict)
+      return op->emitOpError() << "'" << kPpScheduleAttrName
+                               << "' entries must be dictionaries";
+    FailureOr<int64_t> stage = getBoundedInt(op, kPpScheduleAttrName, dict,
+                                             "stage", 0, stages - 1);
+    if (failed(stage))
+      return failure();
+    auto list = dict.getAs<ArrayAttr>("steps");
+    if (!list)
+      return op->emitOpError() << "'" << kPpScheduleAttrName
+                               << "' entries need an array 'steps'";
+    llvm::append_range(steps[*stage], list);
+  }
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    auto prefix = [&]() {
+      return op->emitOpError() << "'" << kPpScheduleAttrName << "' of stage "
+                               << stage << " ";
+    };
+    SmallVector<int8_t> state(m * v, 0);
+    for (Attribute step : steps[stage]) {
+      auto text = dyn_cast<StringAttr>(step);
+      auto parsed = text ? parsePipelineStep(text.getValue()) : std::nullopt;
+      if (!parsed)
+        return prefix() << "has step " << step
+                        << ", not F<micro-batch> or B<micro-batch> with an "
+                           "optional .c<chunk>";
+      auto [forward, micro, chunk] = *parsed;
+      if (micro < 0 || micro >= m || chunk < 0 || chunk >= v)
+        return prefix() << "runs " << text.getValue() << ", outside the " << m
+                        << " micro-batches x " << v << " chunks of '"
+                        << kPpPlanAttrName << "'";
+      int8_t &seen = state[micro * v + chunk];
+      if (forward ? seen != 0 : seen != 1)
+        return prefix() << "runs " << text.getValue()
+                        << (forward || seen == 2 ? " twice"
+                                                 : " before its forward");
+      seen += 1;
+    }
+    for (int64_t i = 0; i < m * v; ++i)
+      if (state[i] != 2)
+        return prefix() << "never runs the "
+                        << (state[i] == 0 ? "forward" : "backward")
+                        << " of micro-batch " << i / v
+                        << (v > 1 ? " chunk " + std::to_string(i % v) : "");
+  }
+  return success();
+}
+
+LogicalResult verifyIntInRange(Operation *op, NamedAttribute attr,
+                                   int64_t lo, int64_t hi) {
+  auto value = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!value || value.getInt() < lo || value.getInt() > hi)
+    return op->emitOpError() << "'" << attr.getName().getValue()
+                             << "' must be an integer in [" << lo << ", " << hi
+                             << "]";
+  return success();
+}
+} // namespace
+
+LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kPpPlanAttrName)
+    return verifyPpPlan(op, attr.getValue());
+  if (name == kPpScheduleAttrName)
+    return verifyPpSchedule(op, attr.getValue());
+  if (name == kPpStageAttrName)
+    return verifyIntInRange(op, attr, 0, kMaxStages - 1);
+  if (name == kPpChunkAttrName)
+    return verifyIntInRange(op, attr, 0, kMaxChunks - 1);
+  if (name == kTpSizeAttrName)
+    return verifyIntInRange(op, attr, 1, kMaxStages);
+  if (name == kTpPaddedDim0AttrName)
+    return verifyIntInRange(op, attr, 1, ParamOp::kMaxDim);
+  if (name == kTpParamAttrName) {
+    auto plan = dyn_cast<StringAttr>(attr.getValue());
+    if (!plan || !llvm::is_contained(kTpParamPlans, plan.getValue()))
+      return op->emitOpError() << "'" << name << "' must be one of "
+                               << llvm::join(ArrayRef(kTpParamPlans), ", ");
+  }
+  return success();
 }

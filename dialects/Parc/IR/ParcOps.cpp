@@ -14,6 +14,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::parc;
@@ -392,6 +393,28 @@ PositionEmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
       input.getDimSize(1) > weight->getDimSize(0))
     return emitOpError() << input.getDimSize(1) << " positions exceed table of "
                          << weight->getDimSize(0);
+  return success();
+}
+
+LogicalResult ParamOp::verify() {
+  RankedTensorType type = getTensorType();
+  // The dtypes a step computes, stores and communicates in (plan.bin, the
+  // runtime's kernels, the byte counts) are floating point of 16 to 64 bits.
+  Type element = type.getElementType();
+  if (!element.isF16() && !element.isBF16() && !element.isF32() &&
+      !element.isF64())
+    return emitOpError() << "has element type " << element
+                         << "; a parameter is f16, bf16, f32 or f64";
+  int64_t elements = 1;
+  for (auto [index, dim] : llvm::enumerate(type.getShape())) {
+    if (dim < 1 || dim > kMaxDim)
+      return emitOpError() << "dimension " << index << " is " << dim
+                           << "; a parameter's dimensions are in [1, "
+                           << kMaxDim << "]";
+    if (llvm::MulOverflow(elements, dim, elements) || elements > kMaxElements)
+      return emitOpError() << "has more than " << kMaxElements
+                           << " elements";
+  }
   return success();
 }
 

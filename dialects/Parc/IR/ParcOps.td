@@ -116,7 +116,14 @@ def Parc_ParamOp : Parc_Op<"param", [
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<AnyStaticShapeTensor>:$type);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
   let extraClassDeclaration = [{
+    /// Bounds every analysis relies on: a parameter's dims are positive and
+    /// at most kMaxDim, its elements at most kMaxElements, so that element
+    /// and byte counts (x 16 for master weights, gradients and moments, x
+    /// ranks) stay far inside int64.
+    static constexpr int64_t kMaxDim = int64_t(1) << 32;
+    static constexpr int64_t kMaxElements = int64_t(1) << 44;
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }

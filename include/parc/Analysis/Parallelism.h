@@ -28,16 +28,9 @@ namespace mlir::parc {
 
 constexpr llvm::StringLiteral kTpGridName = "tp";
 constexpr llvm::StringLiteral kPpGridName = "pp";
-constexpr llvm::StringLiteral kTpSizeAttrName = "parc.tp_size";
-constexpr llvm::StringLiteral kTpParamAttrName = "parc.tp";
-constexpr llvm::StringLiteral kTpPaddedDim0AttrName = "parc.tp_padded_dim0";
 constexpr llvm::StringLiteral kTpSequenceParallelAttrName =
     "parc.tp_sequence_parallel";
 constexpr llvm::StringLiteral kTpLossParallelAttrName = "parc.tp_loss_parallel";
-constexpr llvm::StringLiteral kPpPlanAttrName = "parc.pp";
-constexpr llvm::StringLiteral kPpStageAttrName = "parc.pp_stage";
-constexpr llvm::StringLiteral kPpChunkAttrName = "parc.pp_chunk";
-constexpr llvm::StringLiteral kPpScheduleAttrName = "parc.pp_schedule";
 constexpr llvm::StringLiteral kDpGridName = "dp";
 /// [{params = [@embed, @lm_head], stages = [0, 3]}]: tie groups split over
 /// stages, one copy per stage, their gradients all-reduced between them.

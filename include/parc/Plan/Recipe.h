@@ -113,6 +113,24 @@ struct RecipeKey {
   bool isList;
   llvm::StringLiteral valueName; // "n", for --help
   llvm::StringLiteral help;
+  /// The largest value a count key ("n") accepts, so that no product of
+  /// counts (tokens per micro-batch, GPUs, micro-batches to unroll) wraps
+  /// and no plan unrolls without bound; 0 for keys that are not counts.
+  int64_t max = 0;
+};
+
+/// Bounds shared by several keys and the relations between them.
+struct RecipeLimits {
+  /// GPUs in a cluster, and so any one parallel degree.
+  static constexpr int64_t kMaxGpus = int64_t(1) << 17;
+  /// Tokens per sequence: 16 Mi, above any published context.
+  static constexpr int64_t kMaxSeqLen = int64_t(1) << 24;
+  /// Tokens one rank computes per micro-batch (micro_batch_size x seq_len).
+  static constexpr int64_t kMaxMicroBatchTokens = int64_t(1) << 26;
+  /// Sequences per optimizer step.
+  static constexpr int64_t kMaxGlobalBatch = int64_t(1) << 24;
+  /// Micro-batches per optimizer step: the lowered program unrolls them.
+  static constexpr int64_t kMaxMicrobatches = 4096;
 };
 
 /// Every key a recipe may hold, in the order the documentation lists them.

@@ -825,3 +825,131 @@ parc.model @program_wait_root class "M" {
     parc.forward_step "layers.0" micro_batch 0
   }
 }
+
+// -----
+
+// expected-error@+1 {{'parc.model' op has 'parc.pp' but no 'parc.pp_schedule'}}
+parc.model @plan_only class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op has 'parc.pp_schedule' without 'parc.pp'}}
+parc.model @schedule_only class "M" attributes {parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp' stages must be in [1, 131072], got -1}}
+parc.model @pp_negative class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = -1 : i64}, parc.pp_schedule = []} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp' microbatches must be in [1, 4096], got 1000000}}
+parc.model @pp_micro_huge class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1000000 : i64, schedule = "1f1b", stages = 1 : i64}, parc.pp_schedule = []} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp' schedule must be one of none, gpipe, 1f1b, interleaved-1f1b}}
+parc.model @pp_schedule_name class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "zigzag", stages = 1 : i64}, parc.pp_schedule = []} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 runs F0 twice}}
+parc.model @twice class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 runs B0 before its forward}}
+parc.model @before_forward class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["B0", "F0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 never runs the backward of micro-batch 0}}
+parc.model @never_backward class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 never runs the forward of micro-batch 0}}
+parc.model @missing_stage class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 runs F1, outside the 1 micro-batches x 1 chunks of 'parc.pp'}}
+parc.model @outside class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0", "F1"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' stage must be in [0, 0], got 3}}
+parc.model @stage_range class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 1 : i64}, parc.pp_schedule = [{stage = 3 : i64, steps = ["F0", "B0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 has step "W0", not F<micro-batch> or B<micro-batch> with an optional .c<chunk>}}
+parc.model @bad_step class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 1 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "W0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.tp_size' must be an integer in [1, 131072]}}
+parc.model @tp_size class "M" attributes {parc.tp_size = 0 : i64} {
+}
+
+// -----
+
+parc.model @tp_plan class "M" {
+  // expected-error@+1 {{'parc.param' op 'parc.tp' must be one of colwise, rowwise, vocab, replicated, sequence}}
+  parc.param @w : tensor<4x4xf32> {parc.tp = "diagonal"}
+}
+
+// -----
+
+parc.model @pp_stage class "M" {
+  // expected-error@+1 {{'parc.module' op 'parc.pp_stage' must be an integer in [0, 131071]}}
+  parc.module @m "Block" leaf attributes {parc.pp_stage = -2 : i64} {
+  }
+}
+
+// -----
+
+parc.model @param_index class "M" {
+  // expected-error@+1 {{'parc.param' op has element type 'index'; a parameter is f16, bf16, f32 or f64}}
+  parc.param @w : tensor<4x4xindex>
+}
+
+// -----
+
+parc.model @param_int class "M" {
+  // expected-error@+1 {{'parc.param' op has element type 'i8'; a parameter is f16, bf16, f32 or f64}}
+  parc.param @w : tensor<4xi8>
+}
+
+// -----
+
+parc.model @param_zero class "M" {
+  // expected-error@+1 {{'parc.param' op dimension 1 is 0; a parameter's dimensions are in [1, 4294967296]}}
+  parc.param @w : tensor<4x0xf32>
+}
+
+// -----
+
+parc.model @param_huge_dim class "M" {
+  // expected-error@+1 {{'parc.param' op dimension 0 is 9223372036854775807; a parameter's dimensions are in [1, 4294967296]}}
+  parc.param @w : tensor<9223372036854775807x4xf32>
+}
+
+// -----
+
+parc.model @param_huge class "M" {
+  // expected-error@+1 {{'parc.param' op has more than 17592186044416 elements}}
+  parc.param @w : tensor<4294967296x4294967296xf32>
+}
