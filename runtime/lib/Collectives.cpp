@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -336,16 +337,24 @@ parc::runtime::connectWorld(const WorldConfig &world, std::string &error) {
   if (world.size == 1)
     return std::make_unique<LocalCollectives>(world);
   std::string where = "rank " + std::to_string(world.rank) + " of " +
-                      std::to_string(world.size) + " at " + world.masterAddr +
-                      ":" + std::to_string(world.masterPort);
+                      std::to_string(world.size) + " at " +
+                      (world.storePath.empty()
+                           ? world.masterAddr + ":" +
+                                 std::to_string(world.masterPort)
+                           : world.storePath);
   try {
-    c10d::TCPStoreOptions options;
-    options.port = static_cast<uint16_t>(world.masterPort);
-    options.isServer = world.rank == 0;
-    options.numWorkers = world.size;
-    options.timeout = world.timeout;
-    auto store =
-        c10::make_intrusive<c10d::TCPStore>(world.masterAddr, options);
+    c10::intrusive_ptr<c10d::Store> store;
+    if (!world.storePath.empty()) {
+      store = c10::make_intrusive<c10d::FileStore>(world.storePath, world.size);
+      store->setTimeout(world.timeout);
+    } else {
+      c10d::TCPStoreOptions options;
+      options.port = static_cast<uint16_t>(world.masterPort);
+      options.isServer = world.rank == 0;
+      options.numWorkers = world.size;
+      options.timeout = world.timeout;
+      store = c10::make_intrusive<c10d::TCPStore>(world.masterAddr, options);
+    }
     if (world.backend == "nccl") {
 #ifdef PARC_HAVE_NCCL
       auto group = makeGroup<c10d::ProcessGroupNCCL>(store, world.rank,

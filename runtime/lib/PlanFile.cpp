@@ -40,11 +40,45 @@ uint64_t parc::runtime::fnv1a(const void *data, size_t size, uint64_t seed) {
   return hash;
 }
 
+std::string parc::runtime::printable(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += char(c);
+      continue;
+    }
+    static constexpr char kDigits[] = "0123456789abcdef";
+    out += "\\x";
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
 void RankLayout::place(int rank) {
   tpIndex = rank % tp;
   fsdpIndex = rank / tp % fsdp;
   dpIndex = rank / (tp * fsdp) % dp;
   ppIndex = rank / (tp * fsdp * dp);
+}
+
+/// The most ranks a plan may lay out: parc-plan's own bound on GPUs
+/// (RecipeLimits::kMaxGpus), so that no product of axis sizes read from a
+/// file can overflow.
+static constexpr int64_t kMaxWorld = int64_t(1) << 17;
+
+/// Multiplies `world` by `size` if both stay within kMaxWorld.
+static bool growWorld(int64_t &world, int64_t size, const std::string &what,
+                      std::string &error) {
+  if (size < 1 || size > kMaxWorld || world > kMaxWorld / size) {
+    error = what + " of size " + std::to_string(size) +
+            " gives a world of more than " + std::to_string(kMaxWorld) +
+            " ranks (or less than 1)";
+    return false;
+  }
+  world *= size;
+  return true;
 }
 
 bool parc::runtime::readRankLayout(const plan::Plan &plan, RankLayout &layout,
@@ -58,7 +92,9 @@ bool parc::runtime::readRankLayout(const plan::Plan &plan, RankLayout &layout,
         int64_t size = 1;
         if (grid->shape())
           for (int64_t d : *grid->shape())
-            size *= d;
+            if (!growWorld(size, d, "grid '" + grid->name()->str() + "' axis",
+                           error))
+              return false;
         if (grid->name()->str() == "fsdp")
           layout.fsdp = size;
         else if (size > 1) {
@@ -83,11 +119,8 @@ bool parc::runtime::readRankLayout(const plan::Plan &plan, RankLayout &layout,
   for (unsigned i = 0; i < par->axes()->size(); ++i) {
     std::string axis = par->axes()->Get(i)->str();
     int64_t size = par->sizes()->Get(i);
-    if (size < 1) {
-      error = "axis '" + axis + "' has size " + std::to_string(size);
+    if (!growWorld(world, size, "axis '" + axis + "'", error))
       return false;
-    }
-    world *= size;
     if (axis == "pp")
       layout.pp = size;
     else if (axis == "dp")

@@ -48,22 +48,28 @@ std::atomic<int64_t> gPeak{0};
 
 /// Counts the bytes of every live CPU tensor allocation (autograd's saved
 /// tensors included); the size sits in a 64-byte header so that the data
-/// keeps c10's alignment.
+/// keeps c10's alignment. The context is the data pointer itself, as
+/// Allocator::raw_allocate requires (oneDNN's bf16 kernels allocate through
+/// it), and release() finds the header from it.
 class TrackingAllocator final : public c10::Allocator {
 public:
   static constexpr size_t kHeader = 64;
   c10::DataPtr allocate(size_t n) const override {
-    void *base = c10::alloc_cpu(n + kHeader);
-    *static_cast<size_t *>(base) = n;
+    auto *base = static_cast<char *>(c10::alloc_cpu(n + kHeader));
+    *reinterpret_cast<size_t *>(base) = n;
     int64_t live = gLive.fetch_add(n) + n;
     int64_t peak = gPeak.load();
     while (live > peak && !gPeak.compare_exchange_weak(peak, live)) {
     }
-    return {static_cast<char *>(base) + kHeader, base, &release,
-            c10::Device(c10::DeviceType::CPU)};
+    void *data = base + kHeader;
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
-  static void release(void *base) {
-    gLive.fetch_sub(*static_cast<size_t *>(base));
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+  static void release(void *data) {
+    if (!data)
+      return;
+    char *base = static_cast<char *>(data) - kHeader;
+    gLive.fetch_sub(*reinterpret_cast<size_t *>(base));
     c10::free_cpu(base);
   }
 };
@@ -160,7 +166,8 @@ private:
 //===----------------------------------------------------------------------===//
 
 constexpr char kShardMagic[8] = {'P', 'A', 'R', 'C', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kCheckpointVersion = 1;
+/// 2: a shard records the rank that wrote it and the plan's checksum.
+constexpr uint32_t kCheckpointVersion = 2;
 
 std::string hex(uint64_t v) {
   std::ostringstream os;
@@ -207,6 +214,10 @@ void saveCheckpoint(const std::string &dir, const PlanFile &plan,
   std::string bytes(kShardMagic, sizeof kShardMagic);
   put(bytes, kCheckpointVersion);
   put(bytes, static_cast<uint64_t>(step));
+  // Which rank and plan the shard belongs to, so that a shard put in
+  // another rank's place (its manifest entry and checksum copied) is refused.
+  put(bytes, static_cast<uint32_t>(comm.rank()));
+  put(bytes, fnv1a(plan.data().data(), plan.data().size()));
   uint32_t local = 0;
   for (ParamSlot &slot : exec.slots())
     local += slot.local;
@@ -252,63 +263,141 @@ void saveCheckpoint(const std::string &dir, const PlanFile &plan,
   comm.barrier();
 }
 
-/// The value after `"key": ` at or after `from` in the manifest.
-std::string field(const std::string &text, const std::string &key,
-                  size_t from = 0) {
-  size_t at = text.find("\"" + key + "\": ", from);
-  if (at == std::string::npos)
-    return "";
-  at += key.size() + 4;
-  if (text[at] == '"')
-    return text.substr(at + 1, text.find('"', at + 1) - at - 1);
-  size_t end = text.find_first_of(",}]", at);
-  return text.substr(at, end - at);
-}
+/// The manifest parc-run writes (saveCheckpoint), read strictly: every
+/// refusal names the file and the key.
+class Manifest {
+public:
+  Manifest(std::string path, std::string text)
+      : path(std::move(path)), text(std::move(text)) {
+    size_t first = this->text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || this->text[first] != '{' ||
+        this->text.find("\"shards\": [") == std::string::npos)
+      fail("not a parc-run checkpoint manifest (a JSON object with format, "
+           "plan, world, step and shards)");
+  }
+
+  [[noreturn]] void fail(const std::string &message) const {
+    throw std::runtime_error(path + ": " + message);
+  }
+
+  /// The string or number after `"key": ` at or after `from`.
+  std::string raw(const std::string &key, size_t from = 0) const {
+    size_t at = text.find("\"" + key + "\": ", from);
+    if (at == std::string::npos)
+      fail("missing key '" + key + "'");
+    at += key.size() + 4;
+    if (text[at] == '"') {
+      size_t end = text.find('"', at + 1);
+      if (end == std::string::npos)
+        fail("unterminated string at key '" + key + "'");
+      return text.substr(at + 1, end - at - 1);
+    }
+    size_t end = text.find_first_of(",}]", at);
+    return text.substr(at, end == std::string::npos ? end : end - at);
+  }
+
+  /// An integer in [lo, hi] at `key`.
+  int64_t integer(const std::string &key, int64_t lo, int64_t hi,
+                  size_t from = 0) const {
+    std::string value = raw(key, from);
+    errno = 0;
+    char *end = nullptr;
+    long long n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end || errno == ERANGE)
+      fail("key '" + key + "' is not an integer: '" + printable(value) + "'");
+    if (n < lo || n > hi)
+      fail("key '" + key + "' is " + value + ", outside [" +
+           std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return n;
+  }
+
+  /// Where the shard entry of `rank` starts.
+  size_t entry(int rank) const {
+    size_t at = text.find("{\"rank\": " + std::to_string(rank) + ",");
+    if (at == std::string::npos)
+      fail("no shard for rank " + std::to_string(rank));
+    return at;
+  }
+
+  std::string path, text;
+};
 
 /// Restores this rank's shards; returns the step the checkpoint was taken
-/// after. Refuses a checkpoint of another plan or world size, and a missing,
-/// truncated or altered shard.
+/// after. Refuses a checkpoint of another plan or world size, a step outside
+/// the run, a malformed manifest, and a missing, truncated, altered or
+/// misplaced shard.
 int64_t loadCheckpoint(const std::string &dir, const PlanFile &plan,
-                       Executor &exec) {
+                       Executor &exec, int64_t steps) {
   Collectives &comm = exec.collectives();
   std::string manifestPath = dir + "/manifest.json";
   std::vector<char> raw = readFile(manifestPath);
-  std::string manifest(raw.begin(), raw.end());
-  std::string planSum = hex(fnv1a(plan.data().data(), plan.data().size()));
-  if (field(manifest, "plan") != planSum)
-    throw std::runtime_error(manifestPath + ": checkpoint was written for "
-                             "another plan (checksum " +
-                             field(manifest, "plan") + ", " + plan.path() +
-                             " is " + planSum + ")");
-  if (field(manifest, "world") != std::to_string(comm.size()))
-    throw std::runtime_error(manifestPath + ": checkpoint has " +
-                             field(manifest, "world") +
-                             " ranks, this run has " +
-                             std::to_string(comm.size()));
-  int64_t step = std::stoll(field(manifest, "step"));
-  size_t entry = manifest.find("{\"rank\": " + std::to_string(comm.rank()) +
-                               ",");
-  if (entry == std::string::npos)
-    throw std::runtime_error(manifestPath + ": no shard for rank " +
-                             std::to_string(comm.rank()));
-  std::string file = dir + "/" + field(manifest, "file", entry);
+  Manifest manifest(manifestPath, std::string(raw.begin(), raw.end()));
+  int64_t format = manifest.integer("format", 0, INT32_MAX);
+  if (format != kCheckpointVersion)
+    manifest.fail("checkpoint format " + std::to_string(format) +
+                  ", this parc-run reads format " +
+                  std::to_string(kCheckpointVersion));
+  uint64_t planHash = fnv1a(plan.data().data(), plan.data().size());
+  std::string planSum = hex(planHash);
+  if (manifest.raw("plan") != planSum)
+    manifest.fail("checkpoint was written for another plan (checksum " +
+                  printable(manifest.raw("plan")) + ", " + plan.path() +
+                  " is " + planSum + ")");
+  int64_t world = manifest.integer("world", 1, INT32_MAX);
+  if (world != comm.size())
+    manifest.fail("checkpoint has " + std::to_string(world) +
+                  " ranks, this run has " + std::to_string(comm.size()));
+  int64_t step = manifest.integer("step", 1, INT64_MAX);
+  if (step >= steps)
+    manifest.fail("checkpoint is at step " + std::to_string(step) +
+                  ", this run ends at --steps " + std::to_string(steps) +
+                  ": nothing to resume");
+  size_t entry = manifest.entry(comm.rank());
+  std::string name = manifest.raw("file", entry);
+  if (name != shardName(comm.rank()))
+    manifest.fail("rank " + std::to_string(comm.rank()) + "'s shard is '" +
+                  printable(name) + "', expected '" +
+                  shardName(comm.rank()) + "'");
+  std::string file = dir + "/" + name;
   std::vector<char> bytes = readFile(file);
-  if (std::to_string(bytes.size()) != field(manifest, "bytes", entry))
+  if (std::to_string(bytes.size()) != manifest.raw("bytes", entry))
     throw std::runtime_error(file + ": " + std::to_string(bytes.size()) +
                              " bytes, the manifest says " +
-                             field(manifest, "bytes", entry) + " (truncated?)");
-  if (hex(fnv1a(bytes.data(), bytes.size())) !=
-      field(manifest, "fnv1a", entry))
+                             printable(manifest.raw("bytes", entry)) +
+                             " (truncated?)");
+  if (hex(fnv1a(bytes.data(), bytes.size())) != manifest.raw("fnv1a", entry))
     throw std::runtime_error(file + ": checksum does not match the manifest "
                              "(the shard was altered or belongs to another "
                              "checkpoint)");
-  size_t at = sizeof kShardMagic + sizeof(uint32_t) + sizeof(uint64_t);
+  size_t at = 0;
   auto take = [&](void *out, size_t n) {
     if (at + n > bytes.size())
       throw std::runtime_error(file + ": truncated");
     std::memcpy(out, bytes.data() + at, n);
     at += n;
   };
+  char magic[sizeof kShardMagic];
+  uint32_t version, shardRank;
+  uint64_t shardStep, shardPlan;
+  take(magic, sizeof magic);
+  take(&version, sizeof version);
+  if (std::memcmp(magic, kShardMagic, sizeof magic) != 0 ||
+      version != kCheckpointVersion)
+    throw std::runtime_error(file + ": not a parc-run shard of format " +
+                             std::to_string(kCheckpointVersion));
+  take(&shardStep, sizeof shardStep);
+  take(&shardRank, sizeof shardRank);
+  take(&shardPlan, sizeof shardPlan);
+  if (int64_t(shardRank) != comm.rank())
+    throw std::runtime_error(file + ": written by rank " +
+                             std::to_string(shardRank) + ", read by rank " +
+                             std::to_string(comm.rank()) +
+                             " (a shard in another rank's place)");
+  if (shardPlan != planHash || int64_t(shardStep) != step)
+    throw std::runtime_error(file + ": written at step " +
+                             std::to_string(shardStep) + " of plan " +
+                             hex(shardPlan) + ", the manifest says step " +
+                             std::to_string(step) + " of plan " + planSum);
   uint32_t count, local = 0;
   take(&count, sizeof count);
   for (ParamSlot &slot : exec.slots())
@@ -398,7 +487,7 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     tracer = std::make_unique<RunTrace>(*program, comm.rank());
   int64_t firstStep = 0;
   if (!options.resumeDir.empty())
-    firstStep = loadCheckpoint(options.resumeDir, planFile, exec);
+    firstStep = loadCheckpoint(options.resumeDir, planFile, exec, options.steps);
 
   for (int64_t step = firstStep; step < options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
@@ -490,6 +579,15 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
         tracer->executed(step, index, start, duration, liveBytes());
       };
     exec.runProgram(*program, hooks);
+    // A diverged step ends the run: its numbers are not a result, and a
+    // JSON log cannot hold them.
+    if (!std::isfinite(meanLoss) || !std::isfinite(gradNorm)) {
+      std::ostringstream message;
+      message << "step " << t << ": the loss is " << meanLoss
+              << " and the gradient norm " << gradNorm
+              << "; the run diverged and stops here";
+      throw std::runtime_error(message.str());
+    }
 
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)

@@ -22,6 +22,9 @@
 
 #include <arpa/inet.h>
 #include <chrono>
+#include <cerrno>
+#include <climits>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -45,12 +48,17 @@ using namespace parc::runtime;
 
 namespace {
 
+/// Workers one launcher starts on this host.
+constexpr int kMaxLocalRanks = 1024;
+
 constexpr const char *kUsage =
     "usage: parc-run [options] plan.bin\n"
     "\n"
     "Trains the planned model on LibTorch + c10d (Gloo on CPU).\n"
     "\n"
-    "  --nproc N          spawn N local workers on 127.0.0.1 (the plan's world)\n"
+    "  --nproc N          spawn N local workers on 127.0.0.1 (the plan's world);\n"
+    "                     they meet through a FileStore in a private /tmp\n"
+    "                     directory, so no port is opened for the rendezvous\n"
     "  --steps K          training steps (default 5)\n"
     "  --log FILE         JSON lines: one object per rank per step\n"
     "  --trace FILE       Chrome trace of every program step each rank ran\n"
@@ -63,13 +71,14 @@ constexpr const char *kUsage =
     "  --timeout S        bound on every collective and on a silent worker\n"
     "                     (default 300)\n"
     "  --backend B        gloo (default) or nccl\n"
-    "  --master-port P    launcher's TCPStore port (default: a free one)\n"
+    "  --master-port P    rendezvous through a TCPStore on port P instead\n"
+    "                     (c10d's TCPStore listens on every interface)\n"
     "  --describe         print the plan (parameters, units, forwards) and exit\n"
     "  --fault R:S:KIND   testing: rank R at step S does KIND (kill, hang, exit)\n"
     "  --quiet            no per-step lines\n";
 
 [[noreturn]] void fail(const std::string &message, int code = 1) {
-  std::cerr << "parc-run: error: " << message << std::endl;
+  std::cerr << "parc-run: error: " << printable(message) << std::endl;
   std::exit(code);
 }
 
@@ -85,19 +94,27 @@ struct Args {
   std::vector<std::string> workerArgs;
 };
 
-int64_t toInt(const std::string &flag, const std::string &value) {
+/// An integer flag in [lo, hi]; anything else (a sign, a fraction, a value
+/// that does not fit) is refused rather than truncated.
+int64_t toInt(const std::string &flag, const std::string &value,
+              int64_t lo = 0, int64_t hi = INT32_MAX) {
+  errno = 0;
   char *end = nullptr;
   long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end || v < 0)
-    fail(flag + " takes a non-negative integer, not '" + value + "'");
+  if (value.empty() || *end || errno == ERANGE || v < lo || v > hi)
+    fail(flag + " takes an integer in [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "], not '" + value + "'");
   return v;
 }
 
-double toDouble(const std::string &flag, const std::string &value) {
+/// A finite number flag in [lo, hi].
+double toDouble(const std::string &flag, const std::string &value, double lo,
+                double hi) {
   char *end = nullptr;
   double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end)
-    fail(flag + " takes a number, not '" + value + "'");
+  if (value.empty() || *end || !std::isfinite(v) || v < lo || v > hi)
+    fail(flag + " takes a finite number in [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "], not '" + value + "'");
   return v;
 }
 
@@ -116,15 +133,13 @@ Args parseArgs(int argc, char **argv) {
       std::cout << kUsage;
       std::exit(0);
     } else if (flag == "--nproc") {
-      args.nproc = toInt(flag, value());
-      if (args.nproc < 1)
-        fail("--nproc must be at least 1");
+      args.nproc = toInt(flag, value(), 1, kMaxLocalRanks);
       keep = false;
     } else if (flag == "--master-port") {
-      args.masterPort = toInt(flag, value());
+      args.masterPort = toInt(flag, value(), 1, 65535);
       keep = false;
     } else if (flag == "--steps")
-      args.train.steps = toInt(flag, value());
+      args.train.steps = toInt(flag, value(), 1, int64_t(1) << 40);
     else if (flag == "--log")
       args.train.logPath = value();
     else if (flag == "--trace")
@@ -141,25 +156,23 @@ Args parseArgs(int argc, char **argv) {
                   "(see --describe); plan another batch with parc-plan " +
            flag);
     else if (flag == "--lr")
-      args.train.lr = toDouble(flag, value());
+      args.train.lr = toDouble(flag, value(), 0, 1);
     else if (flag == "--weight-decay")
-      args.train.weightDecay = toDouble(flag, value());
+      args.train.weightDecay = toDouble(flag, value(), 0, 1);
     else if (flag == "--clip")
       fail(flag + ": the plan carries its gradient clipping (its program's "
                   "clip_grad_norm step, see --describe); plan another with "
                   "parc-plan --max-norm");
     else if (flag == "--seed")
-      args.train.seed = toInt(flag, value());
+      args.train.seed = toInt(flag, value(), 0, INT64_MAX);
     else if (flag == "--save")
       args.train.saveDir = value();
     else if (flag == "--save-every")
-      args.train.saveEvery = toInt(flag, value());
+      args.train.saveEvery = toInt(flag, value(), 1, int64_t(1) << 40);
     else if (flag == "--resume")
       args.train.resumeDir = value();
     else if (flag == "--timeout") {
-      args.timeoutS = toInt(flag, value());
-      if (args.timeoutS < 1)
-        fail("--timeout must be at least 1 second");
+      args.timeoutS = toInt(flag, value(), 1, 7 * 24 * 3600);
     } else if (flag == "--backend") {
       args.backend = value();
       if (args.backend != "gloo" && args.backend != "nccl")
@@ -177,7 +190,7 @@ Args parseArgs(int argc, char **argv) {
           (kind != "kill" && kind != "hang" && kind != "exit"))
         fail("--fault takes RANK:STEP:kill|hang|exit, not '" + v + "'");
       args.train.faultRank = toInt(flag, rank);
-      args.train.faultStep = toInt(flag, step);
+      args.train.faultStep = toInt(flag, step, 1, INT64_MAX);
       args.train.faultKind = kind;
     } else if (!flag.empty() && flag[0] == '-')
       fail("unknown option '" + flag + "' (see --help)");
@@ -234,6 +247,8 @@ int runWorker(const Args &args, const PlanFile &file) {
   world.masterPort = envInt("MASTER_PORT", 29500);
   world.timeout = std::chrono::milliseconds(args.timeoutS * 1000LL);
   world.backend = args.backend;
+  if (const char *store = std::getenv("PARC_STORE_FILE"))
+    world.storePath = store;
   int expected = planWorld(file);
   if (world.size != expected)
     fail(file.path() + ": the plan is for " + std::to_string(expected) +
@@ -267,14 +282,24 @@ int runWorker(const Args &args, const PlanFile &file) {
     exec->materialise(args.train.seed);
     train(file, *exec, args.train);
   } catch (const CollectiveError &e) {
-    std::cerr << "parc-run: error: " << prefix << e.what() << std::endl;
+    // A peer's failure seen from here: a launcher reports it only when no
+    // rank failed on its own (the root cause), so it goes to the launcher.
+    std::string message = "parc-run: error: " + prefix + e.what();
+    if (heartbeat >= 0) {
+      std::string line = "E " + printable(message) + "\n";
+      if (::write(heartbeat, line.data(), line.size()) ==
+          ssize_t(line.size()))
+        return kPeerFailureExit;
+    }
+    std::cerr << printable(message) << std::endl;
     return kPeerFailureExit;
   } catch (const c10::Error &e) {
-    std::cerr << "parc-run: error: " << prefix << e.what_without_backtrace()
-              << std::endl;
+    std::cerr << "parc-run: error: " << prefix
+              << printable(e.what_without_backtrace()) << std::endl;
     return 1;
   } catch (const std::exception &e) {
-    std::cerr << "parc-run: error: " << prefix << e.what() << std::endl;
+    std::cerr << "parc-run: error: " << prefix << printable(e.what())
+              << std::endl;
     return 1;
   }
   return 0;
@@ -284,20 +309,16 @@ int runWorker(const Args &args, const PlanFile &file) {
 // Launcher
 //===----------------------------------------------------------------------===//
 
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&addr), len) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) != 0)
-    fail("cannot find a free port on 127.0.0.1 for the TCPStore; pass "
-         "--master-port");
-  int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
+/// The signals a launcher forwards to its workers by stopping them.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+volatile std::sig_atomic_t gStopSignal = 0;
+
+void installStopHandlers() {
+  struct sigaction action {};
+  action.sa_handler = [](int sig) { gStopSignal = sig; };
+  sigemptyset(&action.sa_mask);
+  for (int sig : kStopSignals)
+    ::sigaction(sig, &action, nullptr);
 }
 
 struct Worker {
@@ -305,6 +326,8 @@ struct Worker {
   int heartbeat = -1;
   uint64_t sequence = 0;
   std::string partial;
+  /// What the worker said about a peer's failure ("E ..." lines).
+  std::string peerError;
   bool exited = false;
   int status = 0;
 };
@@ -346,7 +369,27 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
            std::strerror(errno));
     ::close(fd);
   }
-  int port = args.masterPort ? args.masterPort : freePort();
+  // The rendezvous: a FileStore in a directory only this user can read
+  // (no port, so no collision with another run and nothing listening on the
+  // network), or with --master-port a TCPStore the workers reach on
+  // 127.0.0.1.
+  std::string storeDir;
+  if (!args.masterPort) {
+    char tmpl[] = "/tmp/parc-run-XXXXXX";
+    if (!::mkdtemp(tmpl))
+      fail(std::string("cannot create a rendezvous directory in /tmp: ") +
+           std::strerror(errno));
+    storeDir = tmpl;
+  }
+  auto removeStore = [&]() {
+    if (storeDir.empty())
+      return;
+    ::unlink((storeDir + "/store").c_str());
+    ::rmdir(storeDir.c_str());
+  };
+  int port = args.masterPort ? args.masterPort : 29500;
+  installStopHandlers();
+  pid_t launcher = ::getpid();
   std::vector<Worker> workers(args.nproc);
   std::vector<std::string> argvStrings{self};
   argvStrings.insert(argvStrings.end(), args.workerArgs.begin(),
@@ -361,8 +404,15 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
            std::strerror(errno));
     if (pid == 0) {
       ::close(fds[0]);
-      // A worker does not outlive its launcher.
+      // A worker does not outlive its launcher, even one killed before this
+      // line ran.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != launcher)
+        std::_Exit(1);
+      for (int sig : kStopSignals)
+        ::signal(sig, SIG_DFL);
+      if (!storeDir.empty())
+        ::setenv("PARC_STORE_FILE", (storeDir + "/store").c_str(), 1);
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
@@ -419,6 +469,18 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
   };
 
   while (true) {
+    if (int sig = gStopSignal) {
+      // Interrupted (Ctrl-C, a scheduler's SIGTERM): stop and reap every
+      // worker before going, so none is left behind.
+      stopOthers();
+      for (Worker &w : workers)
+        ::close(w.heartbeat);
+      removeStore();
+      std::cerr << "parc-run: error: interrupted by signal " << sig << " ("
+                << strsignal(sig) << "); stopped " << args.nproc
+                << " rank(s)" << std::endl;
+      return 128 + sig;
+    }
     std::vector<pollfd> polls;
     for (Worker &w : workers)
       polls.push_back({w.heartbeat, POLLIN, 0});
@@ -430,8 +492,12 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
         w.partial.append(buffer, n);
         size_t newline;
         while ((newline = w.partial.find('\n')) != std::string::npos) {
-          w.sequence = std::stoull(w.partial.substr(0, newline));
+          std::string line = w.partial.substr(0, newline);
           w.partial.erase(0, newline + 1);
+          if (line.rfind("E ", 0) == 0)
+            w.peerError = line.substr(2);
+          else
+            w.sequence = std::strtoull(line.c_str(), nullptr, 10);
         }
       }
     }
@@ -484,7 +550,14 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
   }
   for (Worker &w : workers)
     ::close(w.heartbeat);
+  removeStore();
   if (culprit >= 0) {
+    // The ranks that only saw a peer fail are evidence when no rank failed
+    // on its own; otherwise the culprit's own message is the root cause.
+    if (blamedByProgress)
+      for (const Worker &w : workers)
+        if (!w.peerError.empty())
+          std::cerr << w.peerError << std::endl;
     std::cerr << "parc-run: error: rank " << culprit << " failed: " << reason
               << "; stopped the other " << args.nproc - 1 << " rank(s)"
               << std::endl;

@@ -31,6 +31,10 @@ struct WorldConfig {
   std::chrono::milliseconds timeout{60000};
   /// "gloo" or "nccl".
   std::string backend = "gloo";
+  /// Rendezvous through a c10d::FileStore at this path (a launcher's private
+  /// directory) instead of a TCPStore at masterAddr:masterPort: a run on one
+  /// host then opens no listening port for the store at all.
+  std::string storePath;
 };
 
 /// A collective that failed because a peer died, hung or left: the worker

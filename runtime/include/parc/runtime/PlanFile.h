@@ -90,6 +90,11 @@ inline uint64_t fnv1a(const std::string &s, uint64_t seed = 0) {
   return fnv1a(s.data(), s.size(), seed);
 }
 
+/// `text` with control characters (escape sequences among them) written as
+/// \xNN, so that names and values read from a file (plan.bin, a manifest)
+/// cannot drive the user's terminal when an error message quotes them.
+std::string printable(const std::string &text);
+
 } // namespace parc::runtime
 
 #endif // PARC_RUNTIME_PLANFILE_H
