@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what parc needs from Debian's archive (only what is missing), then
 # configures and builds into build/. Safe to run again: a second run installs
-# nothing and rebuilds only what changed.
+# nothing and rebuilds only what changed. `bootstrap.sh --install-only`
+# installs and stops (scripts/fuzz.sh and `scripts/test.sh --sanitize` build
+# elsewhere).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,18 +17,8 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch
 )
 
-missing=()
-for pkg in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
-    missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-  echo "parc: installing ${missing[*]}"
-  sudo=""
-  [[ $(id -u) -eq 0 ]] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+"$root/scripts/install-packages.sh" "${packages[@]}"
+[[ "${1:-}" != --install-only ]] || exit 0
 
 if [[ ! -f build/build.ninja ]]; then
   cmake -S . -B build -G Ninja \

@@ -302,7 +302,13 @@ private:
                        << str(attr.string_value()) << "'";
         return nullptr;
       }
-      return getRelativeRef(owner, target);
+      if (SymbolRefAttr ref = getRelativeRef(owner, target))
+        return ref;
+      emitError(loc) << "plan.bin: a forward refers to '"
+                     << str(attr.string_value())
+                     << "', which is not a named symbol below the forward's "
+                        "module";
+      return nullptr;
     }
     case schema::AttrKind::Dict:
     case schema::AttrKind::Array: {

@@ -444,12 +444,22 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
                          << "'";
       return nullptr;
     }
-    return getRelativeRef(model, op);
+    if (SymbolRefAttr ref = getRelativeRef(model, op))
+      return ref;
+    emitError(fileLoc) << "plan.bin refers to parameter '" << path
+                       << "', which has no symbol path from the model";
+    return nullptr;
   };
 
   b.setInsertionPointToEnd(model.getBody());
   if (plan->ties())
     for (const schema::Tie *tie : *plan->ties()) {
+      if (!tie->params() || tie->params()->size() < 2) {
+        emitError(fileLoc) << "plan.bin: a tie group names "
+                           << (tie->params() ? tie->params()->size() : 0)
+                           << " parameters; a tie needs at least 2";
+        return nullptr;
+      }
       SmallVector<Attribute> refs;
       for (const fb::String *path : *tie->params()) {
         SymbolRefAttr ref = refTo(str(path));
@@ -461,6 +471,11 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
     }
   if (plan->grids())
     for (const schema::Grid *grid : *plan->grids()) {
+      if (!grid->shape() || !grid->shape()->size()) {
+        emitError(fileLoc) << "plan.bin: grid '" << str(grid->name())
+                           << "' has no shape";
+        return nullptr;
+      }
       SmallVector<int64_t> shape(grid->shape()->begin(), grid->shape()->end());
       shard::GridOp::create(b, fileLoc, str(grid->name()), shape);
     }
@@ -491,9 +506,12 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
               body.getI64IntegerAttr(shardEntry->padded_dim0()));
           if (shardEntry->tied() && shardEntry->tied()->size()) {
             SmallVector<Attribute> tied;
-            for (const fb::String *path : *shardEntry->tied())
-              if (SymbolRefAttr alias = refTo(str(path)))
-                tied.push_back(alias);
+            for (const fb::String *path : *shardEntry->tied()) {
+              SymbolRefAttr alias = refTo(str(path));
+              if (!alias)
+                return nullptr;
+              tied.push_back(alias);
+            }
             shardOp->setAttr("tied", body.getArrayAttr(tied));
           }
         }

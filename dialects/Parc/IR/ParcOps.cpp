@@ -128,9 +128,16 @@ Operation *mlir::parc::lookupDottedPath(ModelOp model, StringRef path) {
 
 SymbolRefAttr mlir::parc::getRelativeRef(Operation *from, Operation *target) {
   SmallVector<StringAttr> names;
-  for (Operation *cur = target; cur && cur != from; cur = cur->getParentOp())
-    names.push_back(
-        cur->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()));
+  Operation *cur = target;
+  for (; cur && cur != from; cur = cur->getParentOp()) {
+    auto name =
+        cur->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
+    if (!name)
+      return nullptr;
+    names.push_back(name);
+  }
+  if (!cur || names.empty())
+    return nullptr;
   std::reverse(names.begin(), names.end());
   SmallVector<FlatSymbolRefAttr> nested;
   for (StringAttr name : llvm::drop_begin(names))

@@ -27,7 +27,9 @@ std::string getDottedPath(Operation *op);
 /// Resolves a dotted path ("model.layers.3.mlp") below `model`; null if absent.
 Operation *lookupDottedPath(ModelOp model, llvm::StringRef path);
 
-/// The nested symbol reference from `from`'s symbol table to `target`.
+/// The nested symbol reference from `from`'s symbol table to `target`; null
+/// when `target` is not below `from` or an op on the way has no symbol name
+/// (possible only in IR read back from a file, which must refuse it).
 SymbolRefAttr getRelativeRef(Operation *from, Operation *target);
 
 } // namespace mlir::parc

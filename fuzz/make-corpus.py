@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora fuzz/corpus/<target>/ from the repository's own
+inputs: examples/, test/** (split-file sections, `// -----` chunks) and
+../shared/reference-configs/. The plan.bin seeds are planned with the
+release tools in build/bin (skipped where they are not built).
+
+    fuzz/make-corpus.py [--build build]
+
+Seeds are kept small (dozens per target); libFuzzer grows its own corpus in
+the directory given first on its command line (scripts/fuzz.sh passes a
+scratch directory first, so the tracked seeds stay as written here).
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "fuzz", "corpus")
+
+
+def split_file_sections(path):
+    """(name, text) of every `//--- name` section of a split-file test."""
+    text = open(path).read()
+    parts = re.split(r"^//--- (\S+)\n", text, flags=re.M)
+    return list(zip(parts[1::2], parts[2::2]))
+
+
+def mlir_chunks(path):
+    """The `// -----` chunks of a test, RUN/CHECK comments kept (they are
+    comments to the parser)."""
+    return [c for c in re.split(r"^// -----\n", open(path).read(), flags=re.M)
+            if c.strip()]
+
+
+class Writer:
+    def __init__(self, target):
+        self.dir = os.path.join(CORPUS, target)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.count = 0
+
+    def add(self, name, data):
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+        if isinstance(data, str):
+            data = data.encode()
+        with open(os.path.join(self.dir, name), "wb") as f:
+            f.write(data)
+        self.count += 1
+
+
+def rel(path):
+    return os.path.relpath(path, ROOT).replace("/", "_")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    args = ap.parse_args()
+
+    # config.json
+    w = Writer("hf-config")
+    configs = (glob.glob(f"{ROOT}/examples/**/*.json", recursive=True) +
+               glob.glob(f"{ROOT}/test/**/Inputs/*.json", recursive=True) +
+               glob.glob(f"{ROOT}/../shared/reference-configs/*.json"))
+    seen = set()
+    for path in sorted(configs):
+        data = open(path, "rb").read()
+        if data in seen:
+            continue
+        seen.add(data)
+        w.add(rel(path) if not path.startswith(f"{ROOT}/..")
+              else "shared_" + os.path.basename(path), data)
+    for name, text in split_file_sections(f"{ROOT}/test/Import/errors.test"):
+        if name.endswith(".json"):
+            w.add("errors.test_" + name, text)
+    print(f"hf-config: {w.count}")
+
+    # recipes
+    w = Writer("recipe")
+    for path in sorted(glob.glob(f"{ROOT}/examples/**/*.yaml", recursive=True)):
+        w.add(rel(path), open(path, "rb").read())
+    for test in sorted(glob.glob(f"{ROOT}/test/Plan/*.test")):
+        for name, text in split_file_sections(test):
+            if name.endswith((".yaml", ".yml")):
+                w.add(os.path.basename(test) + "_" + name, text)
+    print(f"recipe: {w.count}")
+
+    # parc IR: hand-written tests and two imported tiny models
+    w = Writer("parc-ir")
+    for path in sorted(glob.glob(f"{ROOT}/test/**/*.mlir", recursive=True)):
+        for i, chunk in enumerate(mlir_chunks(path)):
+            if len(chunk) <= 16384:
+                w.add(f"{rel(path)}.{i}", chunk)
+    translate = os.path.join(args.build, "bin", "parc-translate")
+    if os.access(translate, os.X_OK):
+        for cfg in [f"{ROOT}/examples/tiny/llama-tiny.json",
+                    f"{ROOT}/test/Runtime/Inputs/gemma4-tiny.json"]:
+            out = subprocess.run([translate, "--import-hf-config", cfg],
+                                 capture_output=True)
+            if out.returncode == 0:
+                w.add("imported_" + os.path.basename(cfg) + ".mlir",
+                      out.stdout)
+    print(f"parc-ir: {w.count}")
+
+    # plan.bin, for both plan readers: the layouts test/Runtime runs
+    plan_tool = os.path.join(args.build, "bin", "parc-plan")
+    w1, w2 = Writer("plan-import"), Writer("runtime-plan")
+    if os.access(plan_tool, os.X_OK):
+        llama = f"{ROOT}/examples/tiny/llama-tiny.json"
+        gemma = f"{ROOT}/test/Runtime/Inputs/gemma4-tiny.json"
+        base = ["--hardware", "cpu", "--dtype", "fp32", "--seq", "32"]
+        layouts = {
+            "llama-w1": [llama, "--gpus", "1", "--mbs", "2"],
+            "llama-fsdp2-acc2": [llama, "--gpus", "2", "--mbs", "1", "--gbs", "4"],
+            "llama-fsdp2-tp2": [llama, "--gpus", "4", "--mbs", "1", "--tp", "2"],
+            "llama-tp2-pp2-1f1b": [llama, "--gpus", "4", "--mbs", "1", "--gbs", "2",
+                                   "--tp", "2", "--pp", "2", "--schedule", "1f1b",
+                                   "--microbatches", "2"],
+            "llama-pp2-gpipe-full": [llama, "--gpus", "2", "--mbs", "1", "--gbs", "4",
+                                     "--pp", "2", "--schedule", "gpipe",
+                                     "--microbatches", "4", "--remat", "full"],
+            "gemma4-fsdp2-selective": [gemma, "--gpus", "2", "--mbs", "1",
+                                       "--remat", "selective"],
+            "gemma4-pp2-1f1b": [gemma, "--gpus", "2", "--mbs", "1", "--gbs", "4",
+                                "--pp", "2", "--schedule", "1f1b",
+                                "--microbatches", "4"],
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, argv in layouts.items():
+                out = os.path.join(tmp, name + ".bin")
+                r = subprocess.run([plan_tool, "--model", argv[0], *base, *argv[1:],
+                                    "--emit-plan", out], capture_output=True)
+                if r.returncode in (0, 2) and os.path.exists(out):
+                    data = open(out, "rb").read()
+                    w1.add(name + ".bin", data)
+                    w2.add(name + ".bin", data)
+                else:
+                    print(f"  {name}: parc-plan exit {r.returncode}: "
+                          f"{r.stderr.decode()[:200]}", file=sys.stderr)
+    print(f"plan-import: {w1.count}, runtime-plan: {w2.count}")
+
+
+if __name__ == "__main__":
+    main()
