@@ -20,6 +20,63 @@ namespace parc::plan {
 /// Incremented on every incompatible change of schema/plan.fbs.
 constexpr uint32_t kFormatVersion = 1;
 
+namespace detail {
+/// FlatBuffers' verifier checks a vector's length field for 4-byte
+/// alignment but not its elements, so a crafted file can place an int64
+/// vector at a 4-byte boundary; every read of it is then a misaligned load
+/// (undefined behaviour). The builder always aligns them to 8, so a
+/// misaligned one is refused (an empty one, which the builder does not
+/// align and nothing reads, is not). Offsets are relative to the buffer's
+/// start.
+inline bool aligned(const uint8_t *base,
+                    const flatbuffers::Vector<int64_t> *vec) {
+  return !vec || vec->size() == 0 ||
+         (reinterpret_cast<const uint8_t *>(vec->data()) - base) % 8 == 0;
+}
+
+template <typename T, typename Fn>
+bool all(const flatbuffers::Vector<flatbuffers::Offset<T>> *vec, Fn fn) {
+  if (vec)
+    for (const T *entry : *vec)
+      if (!fn(entry))
+        return false;
+  return true;
+}
+
+/// Every int64 vector of the plan (the schema's `[long]` fields) is
+/// 8-byte aligned.
+inline bool int64VectorsAligned(const uint8_t *base, const Plan &plan) {
+  auto types = [&](const flatbuffers::Vector<flatbuffers::Offset<ValueType>>
+                       *vec) {
+    return all(vec, [&](const ValueType *t) { return aligned(base, t->shape()); });
+  };
+  return all(plan.params(),
+             [&](const Param *p) { return aligned(base, p->shape()); }) &&
+         all(plan.grids(),
+             [&](const Grid *g) { return aligned(base, g->shape()); }) &&
+         (!plan.prediction() ||
+          aligned(base, plan.prediction()->stage_peak_bytes())) &&
+         (!plan.parallelism() ||
+          aligned(base, plan.parallelism()->sizes())) &&
+         all(plan.forwards(),
+             [&](const Forward *f) {
+               return types(f->arg_types()) && types(f->result_types()) &&
+                      all(f->ops(), [&](const ForwardOp *op) {
+                        return types(op->result_types());
+                      });
+             }) &&
+         all(plan.programs(), [&](const Program *program) {
+           return all(program->steps(),
+                      [&](const Step *step) {
+                        return aligned(base, step->group());
+                      }) &&
+                  all(program->covers(), [&](const Coverage *c) {
+                    return aligned(base, c->indices());
+                  });
+         });
+}
+} // namespace detail
+
 /// Verifies `size` bytes as a plan.bin of this format version; on failure
 /// returns null and says why in `error`.
 inline const Plan *verifyPlan(const void *data, size_t size,
@@ -35,6 +92,11 @@ inline const Plan *verifyPlan(const void *data, size_t size,
     return nullptr;
   }
   const Plan *plan = GetPlan(data);
+  if (!detail::int64VectorsAligned(static_cast<const uint8_t *>(data),
+                                   *plan)) {
+    error = "plan.bin is corrupted (an int64 vector is not 8-byte aligned)";
+    return nullptr;
+  }
   if (plan->format_version() != kFormatVersion) {
     error = "plan.bin has format version " +
             std::to_string(plan->format_version()) + ", this build reads " +
