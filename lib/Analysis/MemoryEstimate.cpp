@@ -228,9 +228,21 @@ private:
         .Case([&](ForwardStepOp forward) { this->forward(forward); })
         .Case([&](BackwardStepOp backward) { this->backward(backward); })
         .Case([&](shard::ReduceScatterOp scatter) {
-          if (auto grad = bufferOf(scatter.getInput(), BufferKind::Gradient))
-            reduced(grad.getOf(), scatter.getInput().getDefiningOp<BufferOp>()
-                                      .getMicroBatch());
+          // In flight until its wait: the unsharded gradient it reads lives
+          // on through the steps between.
+          if (auto grad = bufferOf(scatter.getInput(), BufferKind::Gradient)) {
+            scattering[scatter.getResult()] = grad;
+            for (PendingGradient &p : pending)
+              if (p.unit->path == grad.getOf())
+                p.scattering = true;
+          }
+        })
+        .Case([&](WaitOp wait) {
+          auto it = scattering.find(wait.getCollective());
+          if (it == scattering.end())
+            return;
+          reduced(it->second.getOf(), it->second.getMicroBatch());
+          scattering.erase(it);
         })
         .Case([&](OptimizerStepOp) {
           settleGradients();
@@ -353,7 +365,7 @@ private:
     if (path.empty())
       return rootGradients ? releaseRootGradients(phase) : void();
     auto it = llvm::find_if(pending, [&](const PendingGradient &p) {
-      return p.unit->path == path;
+      return p.scattering && p.unit->path == path;
     });
     if (it == pending.end())
       return;
@@ -367,15 +379,20 @@ private:
   /// the next step of the program.
   void settleGradients() {
     for (const PendingGradient &p : pending) {
+      if (p.scattering)
+        continue;
       note("gradients " + p.unit->path + suffix(p.microBatch));
       live.gradients -= p.unit->unshardedGradients;
     }
-    pending.clear();
+    llvm::erase_if(pending,
+                   [](const PendingGradient &p) { return !p.scattering; });
   }
 
   struct PendingGradient {
     const UnitFootprint *unit;
     int64_t microBatch;
+    /// Read by a reduce-scatter in flight: released at its wait.
+    bool scattering = false;
   };
 
   RankMemory &rank;
@@ -388,6 +405,8 @@ private:
   /// Gathered units and saved activations: their bytes, and whether saved.
   llvm::DenseMap<Value, std::pair<int64_t, bool>> allocated;
   SmallVector<PendingGradient> pending;
+  /// FSDP reduce-scatters issued and not yet waited for: their buffers.
+  llvm::DenseMap<Value, BufferOp> scattering;
   int64_t recomputed = 0;
   std::optional<int64_t> recomputeStep;
   bool rootGradients = false, lateRootHeld = false;

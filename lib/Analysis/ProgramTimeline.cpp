@@ -189,14 +189,19 @@ struct Simulation {
                              gather.getGrid(), p.time.allGather);
         })
         .Case([&](WaitOp wait) {
-          // The compute stream stalls for what of the gather the steps
+          // The compute stream stalls for what of the collective the steps
           // since its issue did not hide.
-          double stall =
-              std::max(0.0, p.landing.lookup(wait.getGathered()) - p.t);
-          auto gather = wait.getGathered().getDefiningOp<shard::AllGatherOp>();
-          BufferOp buffer = gather ? bufferOf(gather.getInput()) : BufferOp();
+          Value pending = wait.getCollective();
+          double stall = std::max(0.0, p.landing.lookup(pending) - p.t);
+          Operation *issue = pending.getDefiningOp();
+          BufferOp buffer = issue && issue->getNumOperands() == 1
+                                ? bufferOf(issue->getOperand(0))
+                                : BufferOp();
           record(p, index,
-                 "wait all-gather " + unitName(buffer ? buffer.getOf() : ""),
+                 (isa_and_nonnull<shard::ReduceScatterOp>(issue)
+                      ? "wait reduce-scatter "
+                      : "wait all-gather ") +
+                     unitName(buffer ? buffer.getOf() : ""),
                  TimedStep::Compute, p.t, stall);
           p.time.fsdpWait += stall;
           p.t += stall;
@@ -206,8 +211,9 @@ struct Simulation {
           double bytes = double(getBufferBytes(scatter.getInput()));
           if (!buffer || buffer.getKind() != BufferKind::Gradient)
             return tensorParallel(p, bytes, /*allReduce=*/false);
-          fsdpCollective(p, index, "reduce-scatter ", buffer, bytes,
-                         scatter.getGrid(), p.time.reduceScatter);
+          p.landing[scatter.getResult()] =
+              fsdpCollective(p, index, "reduce-scatter ", buffer, bytes,
+                             scatter.getGrid(), p.time.reduceScatter);
         })
         .Case([&](shard::AllReduceOp reduce) {
           double bytes = double(getBufferBytes(reduce.getInput()));

@@ -200,7 +200,7 @@ private:
         })
         .Case([&](WaitOp wait) {
           fields.kind = schema::StepKind::Wait;
-          return use(op, wait.getGathered(), fields);
+          return use(op, wait.getCollective(), fields);
         })
         .Case([&](OptimizerStepOp step) {
           fields.kind = schema::StepKind::OptimizerStep;

@@ -579,9 +579,22 @@ private:
     unit.holds = false;
   }
 
+  /// The compute stream waits for the reduce-scatter in flight, if any.
+  void landScatter() {
+    if (!scatterInFlight)
+      return;
+    WaitOp::create(b, loc, scatterInFlight);
+    scatterInFlight = {};
+  }
+
+  /// Issues the reduce-scatter of the unit's gradient. As in FSDP2, one is
+  /// in flight at a time: the previous is waited for first, so the backward
+  /// between two units' reduce-scatters overlaps the earlier one, and the
+  /// unsharded gradient it reads lives until then.
   void reduceScatter(UnitState &unit, std::optional<int64_t> mb) {
     if (plan.shards == 1 || unit.part->gradElements == 0)
       return;
+    landScatter();
     Value grad = buffer(BufferKind::Gradient, unit.part->path, mb,
                         unit.part->gradElements, unit.part->reduce);
     auto type = RankedTensorType::get(
@@ -591,6 +604,7 @@ private:
         shard::ReductionKindAttr::get(b.getContext(),
                                       shard::ReductionKind::Sum),
         axisZero);
+    scatterInFlight = unit.reducedGrad;
   }
 
   void tpCollectives(ArrayRef<TpCollective> list, bool backward, StringRef of,
@@ -766,6 +780,9 @@ private:
                (stage - 1 + plan.stages) % plan.stages,
                boundaryPath(chunk, true), mb);
     }
+    // The end of a backward pass waits for its last reduce-scatter
+    // (FSDP2's final backward callback).
+    landScatter();
   }
 
   void finish() {
@@ -774,6 +791,7 @@ private:
     release(root);
     for (UnitState &unit : units)
       release(unit);
+    landScatter();
     // Tied copies on different stages add their gradients over pp.
     for (const TiedCopy &copy : plan.tied) {
       if (!llvm::is_contained(copy.stages, stage))
@@ -817,6 +835,8 @@ private:
   SmallVector<UnitState> units;
   UnitState root;
   bool rootGathered = false;
+  /// The FSDP reduce-scatter issued and not yet waited for.
+  Value scatterInFlight;
   std::map<std::pair<size_t, int64_t>, Value> saved;
 };
 

@@ -2,9 +2,9 @@
 //
 // Gloo (LibTorch 1.13 and later) and, when the LibTorch found is a CUDA
 // build, NCCL. Gloo in 1.13 refuses reduce_scatter and _allgather_base, so
-// reduce-scatter is an alltoall_base plus a local sum (the bytes a ring
-// reduce-scatter moves: each rank sends (n-1)/n of its buffer), and
-// all-gather is one broadcast from each rank of its slice of the output, in
+// reduce-scatter is one in-place reduce of each rank's slice onto that rank
+// (the bytes a ring reduce-scatter moves: each rank sends (n-1)/n of its
+// buffer, and nothing of the buffer's size is staged), and all-gather is one broadcast from each rank of its slice of the output, in
 // rank order: Gloo's list-form allgather would stage a flat copy of the
 // whole output on its worker thread, bytes that exist for as long as the
 // gather runs, which an asynchronous gather makes overlap whatever compute
@@ -55,8 +55,10 @@ public:
   startAllGather(const at::Tensor &) override {
     return std::make_unique<Completed>();
   }
-  at::Tensor reduceScatterSum(const at::Tensor &full) override {
-    return full;
+  std::unique_ptr<PendingCollective>
+  startReduceScatterSum(const at::Tensor &full, at::Tensor &mine) override {
+    mine = full;
+    return std::make_unique<Completed>();
   }
   void allReduceSum(at::Tensor &) override {}
   void allReduceMax(at::Tensor &) override {}
@@ -182,27 +184,39 @@ public:
     return pending;
   }
 
-  at::Tensor reduceScatterSum(const at::Tensor &full) override {
+  std::unique_ptr<PendingCollective>
+  startReduceScatterSum(const at::Tensor &full, at::Tensor &mine) override {
     entering();
-    at::Tensor input = full.contiguous();
-    if (nativeCollectives) {
-      at::Tensor output = at::empty_like(input.chunk(size(), 0)[0]);
-      std::vector<at::Tensor> outputs{output};
-      std::vector<std::vector<at::Tensor>> inputs{input.chunk(size(), 0)};
-      finish(group->reduce_scatter(outputs, inputs), "reduce-scatter");
-      return output;
+    auto pending = std::make_unique<Pending>(*this, "reduce-scatter");
+    // Gloo has no bf16 arithmetic: reduce in fp32.
+    at::Tensor input = isGloo() && full.scalar_type() == at::kBFloat16
+                           ? full.to(at::kFloat)
+                           : full.contiguous();
+    std::vector<at::Tensor> slices = input.chunk(size(), 0);
+    try {
+      if (nativeCollectives) {
+        mine = at::empty_like(slices[rank()]);
+        std::vector<at::Tensor> outputs{mine};
+        std::vector<std::vector<at::Tensor>> inputs{slices};
+        pending->works.push_back(group->reduce_scatter(outputs, inputs));
+      } else {
+        // Slice r is summed onto rank r, in place; the bytes a ring
+        // reduce-scatter moves (each rank sends (n-1)/n of its buffer).
+        for (int root = 0; root < size(); ++root) {
+          std::vector<at::Tensor> one{slices[root]};
+          c10d::ReduceOptions options;
+          options.rootRank = root;
+          options.reduceOp = c10d::ReduceOp::SUM;
+          pending->works.push_back(group->reduce(one, options));
+        }
+        mine = slices[rank()];
+      }
+    } catch (const std::exception &e) {
+      throw CollectiveError(describe("reduce-scatter") +
+                            " failed to start: " + e.what());
     }
-    // Chunk r of the input goes to rank r; this rank receives its chunk from
-    // every rank and sums them in rank order, deterministically.
-    at::Tensor received = at::empty_like(input);
-    std::vector<int64_t> equalSplits;
-    at::Tensor into = bitwise(received), from = bitwise(input);
-    finish(group->alltoall_base(into, from, equalSplits, equalSplits),
-           "reduce-scatter (all-to-all)");
-    std::vector<int64_t> shape = input.sizes().vec();
-    shape[0] /= size();
-    shape.insert(shape.begin(), size());
-    return received.view(shape).sum(0);
+    pending->tensors = {input};
+    return pending;
   }
 
   void allReduceSum(at::Tensor &tensor) override {

@@ -196,7 +196,8 @@ private:
   void recompute(size_t index, int s, int64_t micro);
   void backward(size_t index, int s, int64_t micro);
   void refill(size_t index, int unit, int64_t micro);
-  void reduceScatter(int unit, int64_t micro);
+  void reduceScatter(int unit, int64_t micro, int tensor);
+  void landScatter(int tensor);
   void sendActivations(size_t index, const Buffer &buffer, int peer,
                        bool gradients);
   void recvActivations(size_t index, const Buffer &buffer, int peer,
@@ -220,6 +221,12 @@ private:
   const ProgramHooks *hooks = nullptr;
   int64_t microBatches = 1;
   std::map<int, Gather> gathers;
+  /// FSDP reduce-scatters in flight until the program's wait, by tensor.
+  struct Scatter {
+    int unit = -1;
+    Executor::GradientScatter collectives;
+  };
+  std::map<int, Scatter> scatters;
   std::map<int, int> latestGather;
   std::map<Key, Binding> bindings;
   std::map<Key, Flight> flights;

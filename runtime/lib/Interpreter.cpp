@@ -18,8 +18,9 @@
 // parameters as leaves over them, a free
 // releases them, and a backward whose forward's gather was freed moves the
 // data of the latest gather under the storages autograd saved. A
-// reduce-scatter step reduces the leaves' gradients of that micro-batch into
-// the fp32 shards. Collectives on activations (TP, sequence parallel) run
+// reduce-scatter step starts reducing the leaves' gradients of that
+// micro-batch and returns; its wait adds this rank's slice into the fp32
+// shards (the backward between overlaps it). Collectives on activations (TP, sequence parallel) run
 // inside the compute step that needs them.
 //
 //===----------------------------------------------------------------------===//
@@ -440,7 +441,9 @@ void Executor::Interpreter::backward(size_t index, int s, int64_t micro) {
     }
 }
 
-void Executor::Interpreter::reduceScatter(int u, int64_t micro) {
+/// Starts reducing the gradients of unit `u`'s micro-batch `micro` (-1:
+/// every micro-batch) into tensor `tensor`; they land at its wait.
+void Executor::Interpreter::reduceScatter(int u, int64_t micro, int tensor) {
   FsdpUnit &unit = exec.fsdpUnits[u];
   std::vector<at::Tensor> sum(unit.slots.size());
   for (auto it = bindings.begin(); it != bindings.end();) {
@@ -452,7 +455,21 @@ void Executor::Interpreter::reduceScatter(int u, int64_t micro) {
       accumulate(sum[i], it->second.leaves[i].grad());
     it = bindings.erase(it);
   }
-  std::vector<at::Tensor> shards = exec.reduceGrads(unit, sum);
+  Scatter &scatter = scatters[tensor];
+  scatter.unit = u;
+  scatter.collectives = exec.startReduceGrads(unit, sum);
+}
+
+/// The reduce-scatter at `tensor` has landed: its shards join this rank's
+/// gradients.
+void Executor::Interpreter::landScatter(int tensor) {
+  auto it = scatters.find(tensor);
+  if (it == scatters.end())
+    return;
+  FsdpUnit &unit = exec.fsdpUnits[it->second.unit];
+  std::vector<at::Tensor> shards =
+      exec.finishReduceGrads(it->second.collectives);
+  scatters.erase(it);
   for (size_t i = 0; i < shards.size(); ++i) {
     if (!shards[i].defined())
       continue;
@@ -623,6 +640,10 @@ double Executor::Interpreter::run(const plan::Program &program,
       break;
     }
     case plan::StepKind::Wait: {
+      if (scatters.count(operand)) {
+        landScatter(operand);
+        break;
+      }
       auto gather = gathers.find(operand);
       if (gather == gathers.end())
         fail(i, "waits for tensor " + std::to_string(operand) +
@@ -661,7 +682,7 @@ double Executor::Interpreter::run(const plan::Program &program,
         break; // Sequence parallel: inside the compute step.
       if (in.unit < 0)
         fail(i, "reduce-scatters '" + in.path + "', which is no FSDP unit");
-      reduceScatter(in.unit, in.micro);
+      reduceScatter(in.unit, in.micro, step.result());
       break;
     }
     case plan::StepKind::AllReduce: {
@@ -707,6 +728,8 @@ double Executor::Interpreter::run(const plan::Program &program,
               .count());
   }
   exec.ppComm->flushSends();
+  while (!scatters.empty())
+    landScatter(scatters.begin()->first);
   for (auto &[id, g] : gathers)
     g.release();
   gathers.clear();

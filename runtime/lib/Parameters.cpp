@@ -179,21 +179,23 @@ std::vector<at::Tensor> Executor::startGather(
   return fulls;
 }
 
-std::vector<at::Tensor>
-Executor::reduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads) {
+Executor::GradientScatter
+Executor::startReduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads) {
   int world = fsdpComm->size();
-  std::vector<at::Tensor> shards;
+  GradientScatter scatter;
   for (size_t i = 0; i < unit.slots.size(); ++i) {
     ParamSlot &slot = paramSlots[unit.slots[i]];
     at::Tensor grad = i < grads.size() ? grads[i] : at::Tensor();
     if (slot.frozen) {
-      shards.emplace_back();
+      scatter.pending.emplace_back();
+      scatter.mine.emplace_back();
       continue;
     }
     if (!grad.defined())
       grad = at::zeros(slot.shape, slot.master.options());
     if (world == 1) {
-      shards.push_back(grad.to(at::kFloat));
+      scatter.pending.emplace_back();
+      scatter.mine.push_back(grad.to(at::kFloat));
       continue;
     }
     at::Tensor flat = grad.to(unit.reduce);
@@ -202,10 +204,34 @@ Executor::reduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads) {
       padShape[0] = slot.paddedDim0 - slot.shape[0];
       flat = at::cat({flat, at::zeros(padShape, flat.options())}, 0);
     }
-    at::Tensor mine = fsdpComm->reduceScatterSum(flat.contiguous());
-    // Data parallel: each rank's loss is the mean over its own tokens.
-    shards.push_back(mine.to(at::kFloat).div_(world));
+    at::Tensor &mine = scatter.mine.emplace_back();
+    scatter.pending.push_back(
+        fsdpComm->startReduceScatterSum(flat.contiguous(), mine));
   }
+  return scatter;
+}
+
+std::vector<at::Tensor>
+Executor::finishReduceGrads(GradientScatter &scatter) {
+  int world = fsdpComm->size();
+  std::vector<at::Tensor> shards;
+  for (size_t i = 0; i < scatter.mine.size(); ++i) {
+    if (scatter.pending[i])
+      scatter.pending[i]->wait();
+    at::Tensor mine = scatter.mine[i];
+    if (!mine.defined() || world == 1) {
+      shards.push_back(mine);
+      continue;
+    }
+    // Data parallel: each rank's loss is the mean over its own tokens.
+    mine = mine.to(at::kFloat).div_(world);
+    // A slice reduced in place is a view of the whole buffer.
+    shards.push_back(mine.storage().nbytes() > size_t(mine.nbytes())
+                         ? mine.clone()
+                         : mine);
+  }
+  scatter.pending.clear();
+  scatter.mine.clear();
   return shards;
 }
 

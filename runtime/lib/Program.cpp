@@ -79,7 +79,9 @@ public:
     std::vector<plan::StepKind> defined;
     std::vector<const plan::Step *> definer;
     std::vector<int> freed;
-    std::vector<bool> gathersUnit;
+    std::vector<bool> gathersUnit, scattersUnit;
+    // The FSDP reduce-scatter issued and not yet waited for.
+    int scatterInFlight = -1;
     bool optimizer = false;
     // The unit a gather (tensor `t`) gathers: its param_shard buffer's.
     auto gatheredUnit = [&](int t) {
@@ -126,6 +128,20 @@ public:
             kind == plan::StepKind::AllGather && operand >= 0 &&
             defined[operand] == plan::StepKind::Buffer &&
             definer[operand]->buffer_kind() == plan::BufferKind::ParamShard);
+        scattersUnit.push_back(
+            kind == plan::StepKind::ReduceScatter && operand >= 0 &&
+            defined[operand] == plan::StepKind::Buffer &&
+            definer[operand]->buffer_kind() == plan::BufferKind::Gradient);
+        if (scattersUnit.back()) {
+          // One FSDP reduce-scatter in flight at a time.
+          if (scatterInFlight >= 0)
+            return fail(i, "reduce-scatters FSDP unit " +
+                               unitName(str(definer[operand]->path())) +
+                               " before waiting for the reduce-scatter at "
+                               "tensor " +
+                               std::to_string(scatterInFlight));
+          scatterInFlight = step.result();
+        }
         if (gathersUnit.back()) {
           std::string unit = str(definer[operand]->path());
           if (unwaited.count(unit))
@@ -164,10 +180,19 @@ public:
         break;
       }
       case plan::StepKind::Wait: {
+        if (scattersUnit[operand]) {
+          if (scatterInFlight != operand)
+            return fail(i, "waits for the reduce-scatter at tensor " +
+                               std::to_string(operand) +
+                               ", which is not in flight");
+          scatterInFlight = -1;
+          break;
+        }
         if (!gathersUnit[operand])
           return fail(i, "waits for tensor " + std::to_string(operand) +
                              ", a " + kindName(defined[operand]) +
-                             " (only FSDP all-gathers are waited for)");
+                             " (only FSDP all-gathers and reduce-scatters "
+                             "are waited for)");
         if (!isUnwaited(operand))
           return fail(i, "waits for the all-gather at tensor " +
                              std::to_string(operand) + " a second time");
@@ -185,13 +210,26 @@ public:
       case plan::StepKind::AllReduce:
       case plan::StepKind::Send:
       case plan::StepKind::Recv:
+        if (operand == scatterInFlight && operand >= 0)
+          return fail(i, std::string(kindName(kind)) +
+                             " of the reduce-scatter at tensor " +
+                             std::to_string(operand) +
+                             " before waiting for it");
         if (!collective(i, step, *definer[operand], stage, sends, recvs))
           return false;
         break;
       case plan::StepKind::OptimizerStep:
+        if (scatterInFlight >= 0)
+          return fail(i, "OptimizerStep before waiting for the "
+                         "reduce-scatter at tensor " +
+                             std::to_string(scatterInFlight));
         optimizer = true;
         break;
       case plan::StepKind::ClipGradNorm: {
+        if (scatterInFlight >= 0)
+          return fail(i, "ClipGradNorm before waiting for the "
+                         "reduce-scatter at tensor " +
+                             std::to_string(scatterInFlight));
         // The norm is of the reduced gradients the update then uses.
         bool last = i + 1 == steps->size();
         if (last ||
@@ -592,7 +630,10 @@ std::string parc::runtime::stepName(const plan::Program &program,
   case plan::StepKind::Save:
     return "save " + partName(step);
   case plan::StepKind::Wait:
-    return "wait all-gather " + unit;
+    return (input && input->kind() == plan::StepKind::ReduceScatter
+                ? "wait reduce-scatter "
+                : "wait all-gather ") +
+           unit;
   case plan::StepKind::Free:
     if (origin && origin->kind() == plan::StepKind::Save)
       return "free saved " + partName(*origin);

@@ -32,10 +32,17 @@
 // CHECK: parc.model @tiny {{.*}}parc.predicted_fits = true, parc.predicted_hardware = "cpu", parc.predicted_micro_batch = 1 : i64, parc.predicted_peak_bytes = 63360 : i64, parc.predicted_peak_phase = "backward model.layers.1", parc.predicted_seq_len = 8 : i64
 
 // Full remat keeps one layer input per layer (8x16 f32 = 512 bytes) and
-// rebuilds the layer being differentiated.
-// FULL: saved activations {{.*}} 1024 bytes
+// rebuilds the layer being differentiated. The peak is layer 0's backward:
+// layer 1's input is freed, but its unsharded gradient (1232 f32) is still
+// being reduce-scattered (one reduce-scatter in flight, waited for before
+// layer 0's is issued) while layer 0 rebuilds its activations.
+// FULL: unsharded parameters {{.*}} 11328 bytes
+// FULL-NEXT: gradients {{.*}} 13792 bytes
+// FULL-NEXT: optimizer state {{.*}} 16256 bytes
+// FULL-NEXT: saved activations {{.*}} 512 bytes
 // FULL-NEXT: recompute working set {{.*}} 9184 bytes
-// FULL: peak during: backward model.layers.1
+// FULL: peak {{.*}} 59200 bytes
+// FULL-NEXT: peak during: backward model.layers.0
 
 // With gradient accumulation the sharded gradients live all step.
 // ACCUM: gradients {{.*}} 14528 bytes

@@ -21,7 +21,7 @@
 // output, q, attention output, residual (5 x 128) and up / activation
 // (2 x 240) bf16 elements = 2240 bytes, plus fp32 statistics: attention
 // logsumexp 8 x 4 heads and norm rstd 8 = 40 x 4 bytes.
-// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 38 steps
+// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 41 steps
 // FSDP-LABEL: parc.program @all_ranks ranks 2 covers {} micro_batches 1 batch 1 seq 8 {
 // FSDP-NEXT: %[[ROOT:.*]] = parc.buffer param_shard "" : tensor<800xbf16>
 // FSDP-NEXT: %[[W0:.*]] = parc.buffer param_shard "model.layers.0" : tensor<616xbf16>
@@ -47,18 +47,24 @@
 // FSDP-NEXT: parc.backward_step "model.layers.1" micro_batch 0
 // FSDP-NEXT: parc.free %[[S1]] : tensor<2400xi8>
 // FSDP-NEXT: %[[D1:.*]] = parc.buffer gradient "model.layers.1" micro_batch 0 : tensor<1232xf32>
-// FSDP-NEXT: shard.reduce_scatter %[[D1]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1232xf32> -> tensor<616xf32>
+// FSDP-NEXT: %[[R1:.*]] = shard.reduce_scatter %[[D1]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1232xf32> -> tensor<616xf32>
 // FSDP-NEXT: parc.free %[[B1]] : tensor<1232xbf16>
 // FSDP-NEXT: parc.wait %[[B0]] : tensor<1232xbf16>
 // FSDP-NEXT: parc.backward_step "model.layers.0" micro_batch 0
 // FSDP-NEXT: parc.free %[[S0]]
+// One reduce-scatter in flight (FSDP2): layer 1's overlapped layer 0's
+// backward and is waited for before layer 0's is issued; the end of the
+// backward waits for the last.
+// FSDP-NEXT: parc.wait %[[R1]] : tensor<616xf32>
 // FSDP-NEXT: parc.buffer gradient "model.layers.0"
-// FSDP-NEXT: shard.reduce_scatter
+// FSDP-NEXT: %[[R0:.*]] = shard.reduce_scatter
 // FSDP-NEXT: parc.free %[[B0]]
 // FSDP-NEXT: parc.backward_step "" part "head" micro_batch 0
+// FSDP-NEXT: parc.wait %[[R0]] : tensor<616xf32>
 // FSDP-NEXT: %[[DR:.*]] = parc.buffer gradient "" micro_batch 0 : tensor<1600xf32>
-// FSDP-NEXT: shard.reduce_scatter %[[DR]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1600xf32> -> tensor<800xf32>
+// FSDP-NEXT: %[[RR:.*]] = shard.reduce_scatter %[[DR]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1600xf32> -> tensor<800xf32>
 // FSDP-NEXT: parc.free %[[GROOT]] : tensor<1600xbf16>
+// FSDP-NEXT: parc.wait %[[RR]] : tensor<800xf32>
 // (1600 + 2 x 1232) / 2 shards.
 // FSDP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
 // FSDP-NEXT: parc.optimizer_step params 2032
@@ -72,7 +78,7 @@
 // tensor a backward needs is kept; the recompute rebuilds the norm's rstd
 // (32 bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
 // micro-batch.
-// REMAT: @all_ranks 75 steps
+// REMAT: @all_ranks 81 steps
 // REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2 batch 1 seq 8 {
 // REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<2624xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
@@ -80,10 +86,13 @@
 // REMAT-NEXT: parc.backward_step "model.layers.1" micro_batch 0
 // Each micro-batch of gradient accumulation reduce-scatters and frees the
 // root after its backward and gathers it again (FSDP2's defaults).
+// The end of each micro-batch's backward waits for its last reduce-scatter.
 // REMAT: parc.backward_step "" part "head" micro_batch 0
+// REMAT-NEXT: parc.wait %{{.*}} : tensor<616xf32>
 // REMAT-NEXT: %[[RG:.*]] = parc.buffer gradient "" micro_batch 0 : tensor<1600xf32>
-// REMAT-NEXT: shard.reduce_scatter %[[RG]] on @fsdp
+// REMAT-NEXT: %[[RR:.*]] = shard.reduce_scatter %[[RG]] on @fsdp
 // REMAT-NEXT: parc.free %{{.*}} : tensor<1600xbf16>
+// REMAT-NEXT: parc.wait %[[RR]] : tensor<800xf32>
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<800xbf16> -> tensor<1600xbf16>
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<616xbf16> -> tensor<1232xbf16>
 // REMAT-NEXT: parc.wait %{{.*}} : tensor<1600xbf16>
@@ -98,7 +107,7 @@
 // input (128 bf16 = 256 bytes) and recomputes 2400. Each stage holds a copy
 // of the tied embedding / lm_head (1600), whose gradient shards (800 f32)
 // are all-reduced between the two stages.
-// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 76 steps, @stage_1 76 steps
+// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 81 steps, @stage_1 81 steps
 // PP-LABEL: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 2 batch 1 seq 8 {
 // PP: parc.forward_step "model.layers.1" micro_batch 0
 // PP-NEXT: parc.save "model.layers.1" micro_batch 0 : tensor<256xi8>
@@ -112,11 +121,16 @@
 // PP: parc.recompute_step "model.layers.1" micro_batch 0 remat "full" bytes 2400
 // PP-NEXT: parc.backward_step "model.layers.1" micro_batch 0
 // PP: parc.backward_step "" part "head" micro_batch 0
+// PP-NEXT: parc.wait %{{.*}} : tensor<616xf32>
 // PP-NEXT: parc.buffer activation_grad "model.layers.1" micro_batch 1
+// The root's gradient is reduced once, after the last micro-batch; the
+// tied copies are all-reduced once it has landed.
 // PP: parc.backward_step "" part "head" micro_batch 1
+// PP-NEXT: parc.wait %{{.*}} : tensor<616xf32>
 // PP-NEXT: parc.buffer gradient "" : tensor<1600xf32>
-// PP-NEXT: shard.reduce_scatter
+// PP-NEXT: %[[RR:.*]] = shard.reduce_scatter
 // PP-NEXT: parc.free
+// PP-NEXT: parc.wait %[[RR]] : tensor<800xf32>
 // PP-NEXT: %[[T0:.*]] = parc.buffer gradient "model.embed.weight" : tensor<800xf32>
 // PP-NEXT: shard.all_reduce %[[T0]] on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<800xf32> -> tensor<800xf32>
 // PP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
@@ -130,6 +144,7 @@
 // PP: parc.backward_step "model.layers.2" micro_batch 0
 // PP: parc.buffer activation_grad "model.layers.2" micro_batch 0 : tensor<128xbf16>
 // PP-NEXT: shard.send {{.*}} on @pp grid_axes = [0] destination = [0]
+// PP-NEXT: parc.wait %{{.*}} : tensor<616xf32>
 // PP-NEXT: parc.buffer activation "model.layers.2" micro_batch 1
 // PP: shard.all_reduce {{.*}} on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<800xf32>
 // PP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
@@ -194,6 +209,7 @@
 // TP-NEXT: parc.buffer activation_grad "model.layers.1" micro_batch 0 : tensor<128xbf16>
 // TP-NEXT: shard.all_reduce {{.*}} on @tp
 // TP: parc.backward_step "" part "head" micro_batch 0
+// TP-NEXT: parc.wait %{{.*}} : tensor<384xf32>
 // TP-NEXT: parc.buffer gradient "" micro_batch 0 : tensor<800xf32>
 // (800 + 2 x 768) / 2.
 // TP: parc.optimizer_step params 1168

@@ -186,6 +186,11 @@ public:
       if (auto path = gatheredUnit(&op); path && unwaited.lookup(*path) == &op)
         return op.emitOpError() << "gathers FSDP unit " << unitName(*path)
                                 << " and is never waited for (parc.wait)";
+    if (scatterInFlight)
+      return scatterInFlight->emitOpError()
+             << "reduce-scatters the gradient of FSDP unit "
+             << unitName(*scatteredUnit(scatterInFlight))
+             << " and is never waited for (parc.wait)";
     return success();
   }
 
@@ -205,10 +210,25 @@ private:
       unwaited[*path] = &op;
       return success();
     }
+    if (auto path = scatteredUnit(&op)) {
+      // At most one FSDP reduce-scatter in flight (FSDP2): the next is
+      // issued after the previous has landed.
+      if (failed(requireScattersLanded(op, "issues another reduce-scatter")))
+        return failure();
+      scatterInFlight = &op;
+      return success();
+    }
+    if (name == "shard.all_reduce" && op.getNumOperands() == 1 &&
+        op.getOperand(0).getDefiningOp() &&
+        op.getOperand(0).getDefiningOp() == scatterInFlight)
+      return requireScattersLanded(op, "all-reduces its result");
     if (name == "shard.all_gather" || name == "shard.reduce_scatter" ||
         name == "shard.all_reduce" || name == "shard.send" ||
         name == "shard.recv")
       return success();
+    if (isa<ClipGradNormOp, OptimizerStepOp>(op) &&
+        failed(requireScattersLanded(op, "updates the gradients")))
+      return failure();
     if (isa<BufferOp, ClipGradNormOp, OptimizerStepOp>(op))
       return checkMicroBatch(op, op.getAttrOfType<IntegerAttr>("micro_batch"));
     if (auto free = dyn_cast<FreeOp>(op))
@@ -314,14 +334,35 @@ private:
     return success();
   }
 
+  /// `op` needs every FSDP reduce-scatter issued so far to have landed.
+  LogicalResult requireScattersLanded(Operation &op, StringRef what) {
+    if (!scatterInFlight)
+      return success();
+    InFlightDiagnostic diag =
+        op.emitOpError() << what
+                         << " before waiting for the reduce-scatter of FSDP "
+                            "unit "
+                         << unitName(*scatteredUnit(scatterInFlight));
+    diag.attachNote(scatterInFlight->getLoc()) << "the reduce-scatter";
+    return diag;
+  }
+
   LogicalResult checkWait(WaitOp wait) {
-    Operation *def = wait.getGathered().getDefiningOp();
-    std::optional<StringRef> path =
-        def && def->getBlock() == program.getBody() ? gatheredUnit(def)
-                                                    : std::nullopt;
+    Operation *def = wait.getCollective().getDefiningOp();
+    bool local = def && def->getBlock() == program.getBody();
+    if (local && scatteredUnit(def)) {
+      if (def != scatterInFlight)
+        return wait.emitOpError() << "waits for a reduce-scatter of FSDP unit "
+                                  << unitName(*scatteredUnit(def))
+                                  << " that is already waited for";
+      scatterInFlight = nullptr;
+      return success();
+    }
+    std::optional<StringRef> path = local ? gatheredUnit(def) : std::nullopt;
     if (!path)
-      return wait.emitOpError() << "must wait for a shard.all_gather of a "
-                                   "param_shard buffer of its program";
+      return wait.emitOpError()
+             << "must wait for a shard.all_gather of a param_shard buffer or "
+                "a shard.reduce_scatter of a gradient buffer of its program";
     if (unwaited.lookup(*path) != def)
       return wait.emitOpError() << "waits for an all-gather of FSDP unit "
                                 << unitName(*path) << " that is already "
@@ -332,11 +373,22 @@ private:
 
   /// The unit an FSDP all-gather (of a param_shard buffer) gathers.
   static std::optional<StringRef> gatheredUnit(Operation *op) {
-    if (!op || op->getName().getStringRef() != "shard.all_gather" ||
+    return unitOf(op, "shard.all_gather", BufferKind::ParamShard);
+  }
+
+  /// The unit an FSDP reduce-scatter (of a gradient buffer) reduces.
+  static std::optional<StringRef> scatteredUnit(Operation *op) {
+    return unitOf(op, "shard.reduce_scatter", BufferKind::Gradient);
+  }
+
+  /// The unit whose `kind` buffer `op`, a `name` collective, reads.
+  static std::optional<StringRef> unitOf(Operation *op, StringRef name,
+                                         BufferKind kind) {
+    if (!op || op->getName().getStringRef() != name ||
         op->getNumOperands() != 1)
       return std::nullopt;
     auto buffer = op->getOperand(0).getDefiningOp<BufferOp>();
-    if (!buffer || buffer.getKind() != BufferKind::ParamShard)
+    if (!buffer || buffer.getKind() != kind)
       return std::nullopt;
     return buffer.getOf();
   }
@@ -369,6 +421,8 @@ private:
   llvm::DenseSet<Operation *> freed;
   /// Per unit path, its gather in flight (issued, not yet waited for).
   llvm::StringMap<Operation *> unwaited;
+  /// The FSDP reduce-scatter issued and not yet waited for.
+  Operation *scatterInFlight = nullptr;
 };
 
 } // namespace

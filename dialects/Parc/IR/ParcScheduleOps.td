@@ -39,8 +39,9 @@ def Parc_ProgramOp : Parc_Op<"program", [
 
     The region verifier checks the program as a whole: every `parc.save`
     is freed exactly once and nothing is freed twice, every FSDP
-    all-gather is waited for once before its unit computes or is freed, a
-    layer's backward
+    all-gather is waited for once before its unit computes or is freed,
+    every FSDP reduce-scatter once before the next is issued, before what
+    reads it and before the optimizer, a layer's backward
     follows its forward (and a recompute lies between them), every step
     names a discovered layer of the model or the root's `head` / `tail`.
 
@@ -164,19 +165,29 @@ def Parc_FreeOp : Parc_StepOp<"free"> {
 }
 
 def Parc_WaitOp : Parc_StepOp<"wait"> {
-  let summary = "Wait for an FSDP all-gather to land";
+  let summary = "Wait for an FSDP all-gather or reduce-scatter to land";
   let description = [{
-    A `shard.all_gather` of a `param_shard` buffer is issued where the
-    program puts it (the unit's `prefetch` compute steps ahead) and runs on
-    the communication stream while the compute steps between go on; its
-    bytes are allocated from the issue. `parc.wait` is where the compute
-    stream stops until the gathered unit has landed: every such gather is
-    waited exactly once, after its issue, before the next compute step of
-    its unit (of any step, for the root's unit) and before its
-    `parc.free`. What overlaps is therefore the program's: the runtime
-    issues the collective at the gather and blocks at the wait, and the
-    cost model's compute stream stalls here for whatever of the gather the
-    steps since its issue did not hide.
+    FSDP's collectives run on the communication stream from where the
+    program issues them while the compute steps between go on; `parc.wait`
+    is where the compute stream stops until one has landed. Each is waited
+    exactly once, after its issue:
+
+    - a `shard.all_gather` of a `param_shard` buffer (issued the unit's
+      `prefetch` compute steps ahead), before the next compute step of its
+      unit (of any step, for the root's unit) and before its `parc.free`;
+      its bytes are allocated from the issue;
+    - a `shard.reduce_scatter` of a `gradient` buffer (issued after the
+      unit's backward), before the next FSDP reduce-scatter is issued, and
+      before any step that reads its result (a replica all-reduce), the
+      gradient clipping and the optimizer step. At most one reduce-scatter
+      is in flight, as in FSDP2: the unsharded gradient it reads lives from
+      the backward that produced it until this wait, so the backward of the
+      next unit overlaps it.
+
+    What overlaps is therefore the program's: the runtime issues the
+    collective at its step and blocks at the wait, and the cost model's
+    compute stream stalls here for whatever of the collective the steps
+    since its issue did not hide.
 
     ```mlir
     %g = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0
@@ -186,8 +197,8 @@ def Parc_WaitOp : Parc_StepOp<"wait"> {
     parc.forward_step "model.layers.1" micro_batch 0
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$gathered);
-  let assemblyFormat = "$gathered attr-dict `:` type($gathered)";
+  let arguments = (ins AnyRankedTensor:$collective);
+  let assemblyFormat = "$collective attr-dict `:` type($collective)";
 }
 
 def Parc_ClipGradNormOp : Parc_StepOp<"clip_grad_norm"> {

@@ -765,8 +765,117 @@ parc.model @program_wait_not_gather class "M" {
   }
   parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     %w = parc.buffer param_shard "layers.0" : tensor<8xbf16>
-    // expected-error@+1 {{must wait for a shard.all_gather of a param_shard buffer of its program}}
+    // expected-error@+1 {{must wait for a shard.all_gather of a param_shard buffer or a shard.reduce_scatter of a gradient buffer of its program}}
     parc.wait %w : tensor<8xbf16>
+  }
+}
+
+// -----
+
+parc.model @program_scatter_twice_in_flight class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @dp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+    parc.module @"1" "Block" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %d0 = parc.buffer gradient "layers.1" : tensor<16xf32>
+    // expected-note@+1 {{the reduce-scatter}}
+    %r0 = shard.reduce_scatter %d0 on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+    %d1 = parc.buffer gradient "layers.0" : tensor<16xf32>
+    // expected-error@+1 {{issues another reduce-scatter before waiting for the reduce-scatter of FSDP unit 'layers.1'}}
+    %r1 = shard.reduce_scatter %d1 on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+  }
+}
+
+// -----
+
+parc.model @program_scatter_read_in_flight class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @dp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+    parc.module @"1" "Block" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %d0 = parc.buffer gradient "layers.1" : tensor<16xf32>
+    // expected-note@+1 {{the reduce-scatter}}
+    %r0 = shard.reduce_scatter %d0 on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+    // expected-error@+1 {{all-reduces its result before waiting for the reduce-scatter of FSDP unit 'layers.1'}}
+    %a = shard.all_reduce %r0 on @dp grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  }
+}
+
+// -----
+
+parc.model @program_scatter_optimizer_in_flight class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @dp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+    parc.module @"1" "Block" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %d0 = parc.buffer gradient "layers.1" : tensor<16xf32>
+    // expected-note@+1 {{the reduce-scatter}}
+    %r0 = shard.reduce_scatter %d0 on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+    // expected-error@+1 {{updates the gradients before waiting for the reduce-scatter of FSDP unit 'layers.1'}}
+    parc.optimizer_step params 8
+  }
+}
+
+// -----
+
+parc.model @program_scatter_wait_twice class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @dp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+    parc.module @"1" "Block" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %d0 = parc.buffer gradient "layers.1" : tensor<16xf32>
+    %r0 = shard.reduce_scatter %d0 on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+    parc.wait %r0 : tensor<8xf32>
+    // expected-error@+1 {{waits for a reduce-scatter of FSDP unit 'layers.1' that is already waited for}}
+    parc.wait %r0 : tensor<8xf32>
+  }
+}
+
+// -----
+
+parc.model @program_scatter_never_waited class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @dp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+    parc.module @"1" "Block" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    %d0 = parc.buffer gradient "layers.1" : tensor<16xf32>
+    // expected-error@+1 {{reduce-scatters the gradient of FSDP unit 'layers.1' and is never waited for (parc.wait)}}
+    %r0 = shard.reduce_scatter %d0 on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
   }
 }
 

@@ -214,10 +214,12 @@ parc.model @scheduled class "M" {
     parc.free %s : tensor<64xi8>
     // CHECK-NEXT: parc.buffer gradient "layers.0" micro_batch 0 : tensor<16xf32>
     %d = parc.buffer gradient "layers.0" micro_batch 0 : tensor<16xf32>
-    // CHECK-NEXT: shard.reduce_scatter %{{.*}} on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
+    // CHECK-NEXT: %[[R:.*]] = shard.reduce_scatter %{{.*}} on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
     %r = shard.reduce_scatter %d on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
     parc.free %g2 : tensor<16xbf16>
     parc.backward_step "" part "head" micro_batch 0
+    // CHECK: parc.wait %[[R]] : tensor<8xf32>
+    parc.wait %r : tensor<8xf32>
     // CHECK: shard.all_reduce %{{.*}} on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<8xf32> -> tensor<8xf32>
     %t = shard.all_reduce %r on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<8xf32> -> tensor<8xf32>
     // CHECK-NEXT: parc.clip_grad_norm max_norm 1.000000e+00

@@ -55,7 +55,8 @@ def expected_programs(path):
         m = re.match(r"parc\.wait (%[\w.]+)", body)
         if m:
             kind, buf, of = origin[m.group(1)]
-            current.append(f"wait all-gather {of or 'root'}")
+            what = "reduce-scatter" if buf == "gradient" else "all-gather"
+            current.append(f"wait {what} {of or 'root'}")
             continue
         if body.startswith("parc.clip_grad_norm"):
             current.append("clip grad norm")

@@ -6,11 +6,13 @@ the file itself: flatc turns it into JSON with the plan's schema, the edit
 applies, flatc turns it back.
 
 usage: edit-plan.py SCHEMA IN OUT PROGRAM drop-first KIND
+       edit-plan.py SCHEMA IN OUT PROGRAM drop-last KIND
        edit-plan.py SCHEMA IN OUT PROGRAM duplicate-first KIND
        edit-plan.py SCHEMA IN OUT PROGRAM set-first KIND FIELD VALUE
 
 KIND is a StepKind name (Wait, Free, AllGather, ...); the edit applies to
-the program's first step of that kind and fails when there is none.
+the program's first (drop-last: last) step of that kind and fails when there
+is none.
 """
 import json
 import os
@@ -33,11 +35,13 @@ def main(argv):
                       if p.get("name") == program), None)
         if steps is None:
             sys.exit(f"{source}: no program '{program}'")
-        at = next((i for i, s in enumerate(steps)
-                   if s.get("kind", "Buffer") == kind), None)
+        order = reversed(list(enumerate(steps))) if action == "drop-last" \
+            else enumerate(steps)
+        at = next((i for i, s in order if s.get("kind", "Buffer") == kind),
+                  None)
         if at is None:
             sys.exit(f"{source}: program '{program}' has no {kind} step")
-        if action == "drop-first":
+        if action in ("drop-first", "drop-last"):
             del steps[at]
         elif action == "duplicate-first":
             steps.insert(at + 1, dict(steps[at]))

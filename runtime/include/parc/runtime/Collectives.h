@@ -80,7 +80,23 @@ public:
   startAllGather(const at::Tensor &full) = 0;
   /// Sums `full` (contiguous, dim 0 divisible by size()) over the ranks and
   /// returns this rank's dim-0 slice of the sum.
-  virtual at::Tensor reduceScatterSum(const at::Tensor &full) = 0;
+  at::Tensor reduceScatterSum(const at::Tensor &full) {
+    at::Tensor mine;
+    startReduceScatterSum(full, mine)->wait();
+    if (mine.scalar_type() != full.scalar_type())
+      return mine.to(full.scalar_type());
+    // A view of the reduced buffer would keep all of it alive.
+    return mine.storage().nbytes() > size_t(mine.nbytes()) ? mine.clone()
+                                                           : mine;
+  }
+  /// Starts the same reduce-scatter and returns at once: once wait() has
+  /// returned, `mine` holds this rank's dim-0 slice of the sum. `full` must
+  /// live until then, and may be overwritten: Gloo reduces each slice in
+  /// place on the rank that owns it, so `mine` is a view of `full` and no
+  /// other buffer of the gradient's size exists while it is in flight;
+  /// NCCL writes a fresh slice.
+  virtual std::unique_ptr<PendingCollective>
+  startReduceScatterSum(const at::Tensor &full, at::Tensor &mine) = 0;
   virtual void allReduceSum(at::Tensor &tensor) = 0;
   virtual void allReduceMax(at::Tensor &tensor) = 0;
   virtual void barrier() = 0;

@@ -164,8 +164,20 @@ public:
   std::vector<at::Tensor>
   startGather(FsdpUnit &unit,
               std::vector<std::unique_ptr<PendingCollective>> &pending);
-  std::vector<at::Tensor> reduceGrads(FsdpUnit &unit,
-                                      const std::vector<at::Tensor> &grads);
+  /// A unit's gradients on their way to this rank's shards: per slot of
+  /// the unit, its collective and this rank's slice of the sum once that
+  /// has landed (undefined for a frozen slot).
+  struct GradientScatter {
+    std::vector<std::unique_ptr<PendingCollective>> pending;
+    std::vector<at::Tensor> mine;
+  };
+  /// Starts reduce-scattering `grads` (one per slot of `unit`, undefined:
+  /// zeros) in the unit's reduce dtype and returns at once.
+  GradientScatter startReduceGrads(FsdpUnit &unit,
+                                   const std::vector<at::Tensor> &grads);
+  /// Waits for them and returns this rank's fp32 gradient shards, each a
+  /// tensor of its own (undefined for a frozen slot).
+  std::vector<at::Tensor> finishReduceGrads(GradientScatter &scatter);
   std::vector<at::Tensor> run(const std::string &module,
                               const std::vector<at::Tensor> &args);
   /// Runs one op of a forward (a call, a selective checkpoint or an ATen
