@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ActivationTrace.h"
+#include "parc/Analysis/StepMemory.h"
 
 #include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/MemoryEstimate.h"

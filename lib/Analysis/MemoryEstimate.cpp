@@ -10,12 +10,11 @@
 
 #include "parc/Analysis/MemoryEstimate.h"
 
-#include "ActivationTrace.h"
-
 #include "parc/Analysis/FsdpUnits.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/Programs.h"
+#include "parc/Analysis/StepMemory.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
@@ -31,101 +30,6 @@ using namespace mlir::parc;
 
 namespace {
 
-
-/// One FSDP unit as the replay sees it, in bytes per rank. The root unit
-/// is split by pipeline stage: each stage holds the root parameters it uses
-/// (the embedding on the first, the final norm and lm_head on the last, a
-/// tied pair on both).
-struct UnitFootprint : FsdpUnitPlace {
-  int64_t unshardedParameters = 0; // compute dtype, whole unit
-  int64_t shardedParameters = 0;   // master dtype, this rank's shard
-  int64_t shardedGradients = 0;
-  int64_t unshardedGradients = 0; // compute dtype (+ reduce copy)
-  int64_t gradientBytes = 0;      // per unsharded gradient element
-  int64_t optimizerState = 0;
-  int64_t computeBytes = 2; // bytes per activation element
-  /// Without FSDP, once .grad holds an earlier micro-batch's gradients, a
-  /// backward makes each new gradient as a tensor of its own and adds it in
-  /// place before the next: one extra gradient of the unit's largest
-  /// parameter during its backward.
-  int64_t accumulationTransient = 0;
-};
-
-UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards) {
-  UnitFootprint unit;
-  static_cast<FsdpUnitPlace &>(unit) = size;
-  unit.computeBytes = size.computeBytes;
-  int64_t perRank = size.elements / shards;
-  int64_t trainablePerRank = size.trainableElements / shards;
-  // One shard in the compute dtype is no FSDP at all (torchtitan applies
-  // fully_shard only over more than one rank): the forward runs on the
-  // parameters themselves, with no gathered copy.
-  bool computesOnMaster = shards == 1 && size.computeBytes == size.masterBytes;
-  unit.unshardedParameters =
-      computesOnMaster ? 0 : size.elements * size.computeBytes;
-  unit.shardedParameters = perRank * size.masterBytes;
-  unit.shardedGradients = trainablePerRank * size.masterBytes;
-  // Gradients are produced unsharded in the compute dtype and copied to the
-  // reduce dtype for the reduce-scatter when the two differ.
-  unit.gradientBytes =
-      size.computeBytes +
-      (size.reduceBytes != size.computeBytes ? size.reduceBytes : 0);
-  // Without FSDP the gradient is the parameter's own .grad, accumulated in
-  // place: there is no unsharded copy to reduce-scatter from.
-  if (computesOnMaster && size.reduceBytes == size.masterBytes) {
-    unit.gradientBytes = 0;
-    unit.accumulationTransient = size.largestTrainable * size.masterBytes;
-  }
-  unit.unshardedGradients = size.trainableElements * unit.gradientBytes;
-  // AdamW: first and second moments.
-  unit.optimizerState = 2 * trainablePerRank * size.optimBytes;
-  return unit;
-}
-
-/// Per pipeline stage, the elements of the root's trainable parameters
-/// whose gradient only the embedding's backward produces: an untied
-/// embedding table. The embedding runs first, so its backward is the last
-/// of the step and its gradient does not exist while the layers' backward
-/// runs (a table tied to lm_head has one from lm_head's backward on).
-SmallVector<int64_t> getLateRootGradientElements(ModelOp model,
-                                                 int64_t tpSize) {
-  PipelinePlacement placement(model);
-  SmallVector<int64_t> late(placement.getStageCount(), 0);
-  SymbolTableCollection tables;
-  llvm::DenseSet<Operation *> embedded, other;
-  walkModelGraph(model, [&](Operation *op) {
-    if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-      if (auto param = tables.lookupNearestSymbolFrom<ParamOp>(
-              op, embedding.getWeight()))
-        embedded.insert(param);
-      return;
-    }
-    if (isa<ParamOp, ShardParamOp>(op))
-      return;
-    for (NamedAttribute attr : op->getAttrs())
-      if (auto ref = dyn_cast<SymbolRefAttr>(attr.getValue()))
-        if (auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, ref))
-          other.insert(param);
-  });
-  for (FsdpUnitOp unit : model.getBody()->getOps<FsdpUnitOp>()) {
-    if (!unit.getPath().empty())
-      continue;
-    for (ShardParamOp shard : unit.getBody()->getOps<ShardParamOp>()) {
-      if (shard->hasAttr("frozen") || shard->hasAttr("tied"))
-        continue;
-      auto param = dyn_cast_or_null<ParamOp>(
-          tables.lookupSymbolIn(model, shard.getParam()));
-      if (!param || !embedded.contains(param) || other.contains(param))
-        continue;
-      SmallVector<int64_t> local = getTpLocalShape(param, tpSize);
-      int64_t stage =
-          std::min<int64_t>(placement.getStage(param), late.size() - 1);
-      late[stage] += ShapedType::getNumElements(local) / local[0] *
-                     shard.getPaddedDim0();
-    }
-  }
-  return late;
-}
 
 struct StepUnits {
   /// Per stage: the root's part there, then the stage's layers in
@@ -155,23 +59,13 @@ BufferOp bufferOf(Value operand, BufferKind kind) {
   return buffer && buffer.getKind() == kind ? buffer : BufferOp();
 }
 
-/// One rank kind's replay: walks its program op by op. Allocations the
-/// program names (gathered units, saved activations, recomputed bytes) are
-/// the program's own sizes; what only exists inside a compute step (an
-/// op's working set, the loss, gradients a backward produces) comes from
-/// the traced op graph and the unit footprints, charged at that step.
+/// One rank kind's replay: walks its program op by op. Live bytes are the
+/// program's allocations not yet freed (gathered units, saved activations,
+/// what compute steps leave behind); a step with a #parc.peak reaches live
+/// + peak, and a recompute's bytes join the backward that follows it.
 class ProgramReplay {
 public:
-  ProgramReplay(RankMemory &rank, const UnitFootprint &root,
-                ArrayRef<UnitFootprint> layers,
-                const llvm::DenseMap<Operation *, LayerActivationBytes> &acts,
-                const LossBytes &loss, int64_t lateRootGradients,
-                bool accumulate)
-      : rank(rank), root(root), acts(acts), loss(loss),
-        lateRootGradients(lateRootGradients), accumulate(accumulate) {
-    for (const UnitFootprint &unit : layers)
-      byPath[unit.path] = &unit;
-  }
+  explicit ProgramReplay(RankMemory &rank) : rank(rank) {}
 
   void run(ProgramOp program) {
     for (Operation &op : program.getBody()->getOperations()) {
@@ -182,9 +76,8 @@ public:
 
   MemoryBreakdown live;
 
-  void note(const std::string &phase, std::optional<int64_t> at = {},
-            double within = 0) {
-    rank.timeline.push_back({phase, live, at.value_or(index), within});
+  void note(const std::string &phase, std::optional<int64_t> at = {}) {
+    rank.timeline.push_back({phase, live, at.value_or(index), 0});
     if (live.total() > rank.peakBytes) {
       rank.peakBytes = live.total();
       rank.atPeak = live;
@@ -193,229 +86,131 @@ public:
   }
 
 private:
-  std::string suffix(int64_t microBatch) const {
-    return rank.pipelined
-               ? " (micro-batch " + std::to_string(microBatch) + ")"
-                     : "";
+  std::string suffix(std::optional<int64_t> microBatch) const {
+    return rank.pipelined && microBatch
+               ? " (micro-batch " + std::to_string(*microBatch) + ")"
+               : "";
+  }
+
+  static std::string unitName(StringRef path) {
+    return path.empty() ? std::string("root") : path.str();
+  }
+
+  /// Notes `phase` with the step's peak (and `extraWorking`) added.
+  void noteAtPeak(const std::string &phase, StepPeakAttr peak,
+                  int64_t extraWorking = 0, std::optional<int64_t> at = {}) {
+    MemoryBreakdown before = live;
+    live.recomputeWorkingSet += extraWorking;
+    if (peak) {
+      live.recomputeWorkingSet += peak.getWorking();
+      live.logitsAndLoss += peak.getLogits();
+      live.savedActivations += peak.getSaved();
+      live.gradients += peak.getGradients();
+    }
+    note(phase, at);
+    live = before;
+  }
+
+  int64_t &holder(int64_t kind) {
+    switch (kind) {
+    case kUnsharded:
+      return live.unshardedParameters;
+    case kSaved:
+      return live.savedActivations;
+    case kLogits:
+      return live.logitsAndLoss;
+    default:
+      return live.gradients;
+    }
+  }
+
+  void allocate(Value value, int64_t kind) {
+    int64_t bytes = getBufferBytes(value);
+    holder(kind) += bytes;
+    allocated[value] = {bytes, kind};
+  }
+
+  std::string part(StringRef module, std::optional<StringRef> part,
+                   bool forward) const {
+    if (!module.empty())
+      return module.str();
+    if (!part || *part == "head")
+      return "head";
+    return "loss";
   }
 
   void step(Operation &op) {
     llvm::TypeSwitch<Operation *>(&op)
         .Case([&](shard::AllGatherOp gather) {
-          if (bufferOf(gather.getInput(), BufferKind::ParamShard)) {
-            int64_t bytes = getBufferBytes(gather.getResult());
-            live.unshardedParameters += bytes;
-            allocated[gather.getResult()] = {bytes, /*saved=*/false};
-          }
+          if (bufferOf(gather.getInput(), BufferKind::ParamShard))
+            allocate(gather.getResult(), kUnsharded);
         })
-        .Case([&](SaveOp save) {
-          int64_t bytes = getBufferBytes(save.getResult());
-          live.savedActivations += bytes;
-          allocated[save.getResult()] = {bytes, /*saved=*/true};
+        .Case([&](SaveOp save) { allocate(save.getResult(), kSaved); })
+        .Case([&](AllocOp alloc) {
+          allocate(alloc.getResult(),
+                   alloc.getKind() == AllocKind::Logits ? kLogits
+                                                        : kGradients);
         })
         .Case([&](FreeOp free) {
           auto it = allocated.find(free.getBuffer());
           if (it == allocated.end())
             return;
-          (it->second.second ? live.savedActivations
-                             : live.unshardedParameters) -= it->second.first;
+          // Unsharded gradients leave once reduced or added in: the moment
+          // before is the one to note.
+          if (auto alloc = free.getBuffer().getDefiningOp<AllocOp>();
+              alloc && alloc.getKind() == AllocKind::Gradients)
+            note("gradients " + unitName(alloc.getOf()) +
+                 suffix(alloc.getMicroBatch() && !alloc.getOf().empty()
+                            ? std::optional<int64_t>(*alloc.getMicroBatch())
+                            : std::nullopt));
+          holder(it->second.second) -= it->second.first;
           allocated.erase(it);
         })
         .Case([&](RecomputeStepOp recompute) {
           recomputed += recompute.getBytes();
           recomputeStep = index;
         })
-        .Case([&](ForwardStepOp forward) { this->forward(forward); })
-        .Case([&](BackwardStepOp backward) { this->backward(backward); })
-        .Case([&](shard::ReduceScatterOp scatter) {
-          // In flight until its wait: the unsharded gradient it reads lives
-          // on through the steps between.
-          if (auto grad = bufferOf(scatter.getInput(), BufferKind::Gradient)) {
-            scattering[scatter.getResult()] = grad;
-            for (PendingGradient &p : pending)
-              if (p.unit->path == grad.getOf())
-                p.scattering = true;
-          }
+        .Case([&](ForwardStepOp forward) {
+          noteAtPeak("forward " +
+                         part(forward.getModule(), forward.getPart(), true) +
+                         suffix(forward.getMicroBatch()),
+                     forward.getPeakAttr());
+        })
+        .Case([&](BackwardStepOp backward) {
+          noteAtPeak("backward " +
+                         part(backward.getModule(), backward.getPart(),
+                              false) +
+                         suffix(backward.getMicroBatch()),
+                     backward.getPeakAttr(), recomputed,
+                     // Drawn where the rebuilding starts.
+                     recomputeStep);
+          recomputed = 0;
+          recomputeStep.reset();
         })
         .Case([&](WaitOp wait) {
-          auto it = scattering.find(wait.getCollective());
-          if (it == scattering.end())
+          auto scatter =
+              wait.getCollective().getDefiningOp<shard::ReduceScatterOp>();
+          BufferOp grad = scatter ? bufferOf(scatter.getInput(),
+                                             BufferKind::Gradient)
+                                  : BufferOp();
+          if (!grad)
             return;
-          reduced(it->second.getOf(), it->second.getMicroBatch());
-          scattering.erase(it);
+          std::optional<int64_t> mb;
+          if (auto attr = grad.getMicroBatch())
+            mb = *attr;
+          noteAtPeak("reduce-scatter " + unitName(grad.getOf()) + suffix(mb),
+                     wait.getPeakAttr());
         })
-        .Case([&](OptimizerStepOp) {
-          settleGradients();
-          if (rootGradients)
-            releaseRootGradients("gradients root");
-          note("optimizer step");
-        });
+        .Case([&](OptimizerStepOp) { note("optimizer step"); });
   }
 
-  void forward(ForwardStepOp forward) {
-    settleGradients();
-    int64_t mb = forward.getMicroBatch();
-    if (forward.getModule().empty()) {
-      if (forward.getPart() != "tail")
-        return note("forward head" + suffix(mb));
-      live.savedActivations += loss.rootSaved;
-      live.logitsAndLoss += loss.kept + loss.transient;
-      note("forward loss" + suffix(mb));
-      live.logitsAndLoss -= loss.transient;
-      return;
-    }
-    const UnitFootprint *unit = byPath.lookup(forward.getModule());
-    int64_t working = unit ? acts.lookup(unit->layer).working : 0;
-    live.recomputeWorkingSet += working;
-    note("forward " + forward.getModule().str() + suffix(mb));
-    live.recomputeWorkingSet -= working;
-  }
-
-  void backward(BackwardStepOp backward) {
-    settleGradients();
-    int64_t mb = backward.getMicroBatch();
-    if (backward.getModule().empty()) {
-      if (backward.getPart() == "tail") {
-        // Backward of the loss: the fp32 gradient of the logits joins
-        // them; lm_head's backward then holds the logits gradient in the
-        // compute dtype.
-        live.logitsAndLoss += loss.gradients;
-        note("backward loss" + suffix(mb));
-        holdRootGradients();
-        live.logitsAndLoss +=
-            loss.logits * root.computeBytes - loss.kept - loss.gradients;
-        int64_t transient = accumulate ? root.accumulationTransient : 0;
-        live.recomputeWorkingSet += transient;
-        note("backward lm_head" + suffix(mb), std::nullopt, 0.5);
-        live.recomputeWorkingSet -= transient;
-        live.logitsAndLoss -= loss.logits * root.computeBytes;
-        live.savedActivations -= loss.rootSaved;
-        return;
-      }
-      // The embedding's backward, the last of the step: its gradient joins
-      // the root's.
-      holdRootGradients();
-      if (!lateRootHeld) {
-        lateRootHeld = true;
-        live.gradients += lateRootGradients;
-      }
-      return note("backward head" + suffix(mb));
-    }
-    holdRootGradients();
-    const UnitFootprint *unit = byPath.lookup(backward.getModule());
-    if (!unit)
-      return;
-    // The unit's backward frees its saved activations as it produces its
-    // gradients: the layer starts with all of the former and none of the
-    // latter, and ends the other way round. Charging both at once would be
-    // the sum of maxima the replay exists to avoid.
-    int64_t transient = recomputed + acts.lookup(unit->layer).working +
-                        (accumulate ? unit->accumulationTransient : 0);
-    live.recomputeWorkingSet += transient;
-    // Drawn where the rebuilding starts: at the recompute, if any.
-    note("backward " + unit->path + suffix(mb), recomputeStep);
-    live.recomputeWorkingSet -= transient;
-    recomputed = 0;
-    recomputeStep.reset();
-    live.gradients += unit->unshardedGradients;
-    // The sharded gradient exists from the unit's first backward (when it
-    // accumulates over micro-batches, until the optimizer step).
-    if (!accumulate || firstBackward.insert(unit).second)
-      live.gradients += unit->shardedGradients;
-    pending.push_back({unit, mb});
-  }
-
-  /// The root's unsharded gradients from its first backward on (all but
-  /// the embedding's, which only the embedding's backward produces).
-  void holdRootGradients() {
-    if (rootGradients)
-      return;
-    rootGradients = true;
-    live.gradients += root.unshardedGradients - lateRootGradients;
-    if (accumulate && !rootAccumulating) {
-      rootAccumulating = true;
-      live.gradients += root.shardedGradients;
-    }
-  }
-
-  void releaseRootGradients(const std::string &phase) {
-    if (!lateRootHeld)
-      live.gradients += lateRootGradients;
-    if (!accumulate)
-      live.gradients += root.shardedGradients;
-    note(phase);
-    live.gradients -= root.unshardedGradients;
-    rootGradients = lateRootHeld = false;
-  }
-
-  /// A reduce-scatter of `path`'s gradient: the unsharded gradient becomes
-  /// this rank's shard of it.
-  void reduced(StringRef path, std::optional<int64_t> mb) {
-    std::string phase =
-        "reduce-scatter " + (path.empty() ? std::string("root") : path.str()) +
-        (mb ? suffix(*mb) : "");
-    const UnitFootprint *unit = path.empty() ? &root : byPath.lookup(path);
-    // Accumulating into a shard that exists already, the reduce-scatter's
-    // result is a shard of its own until it is added in.
-    int64_t transient = accumulate && unit && !scattered.insert(unit).second
-                            ? unit->shardedGradients
-                            : 0;
-    live.gradients += transient;
-    llvm::scope_exit added([&] { live.gradients -= transient; });
-    if (path.empty())
-      return rootGradients ? releaseRootGradients(phase) : void();
-    auto it = llvm::find_if(pending, [&](const PendingGradient &p) {
-      return p.scattering && p.unit->path == path;
-    });
-    if (it == pending.end())
-      return;
-    note(phase);
-    live.gradients -= it->unit->unshardedGradients;
-    pending.erase(it);
-  }
-
-  /// Gradients no collective reads (one shard: there is nothing to
-  /// reduce-scatter) are added into the parameters' own gradients before
-  /// the next step of the program.
-  void settleGradients() {
-    for (const PendingGradient &p : pending) {
-      if (p.scattering)
-        continue;
-      note("gradients " + p.unit->path + suffix(p.microBatch));
-      live.gradients -= p.unit->unshardedGradients;
-    }
-    llvm::erase_if(pending,
-                   [](const PendingGradient &p) { return !p.scattering; });
-  }
-
-  struct PendingGradient {
-    const UnitFootprint *unit;
-    int64_t microBatch;
-    /// Read by a reduce-scatter in flight: released at its wait.
-    bool scattering = false;
-  };
+  enum : int64_t { kUnsharded, kSaved, kLogits, kGradients };
 
   RankMemory &rank;
-  const UnitFootprint &root;
-  const llvm::DenseMap<Operation *, LayerActivationBytes> &acts;
-  const LossBytes &loss;
-  int64_t lateRootGradients;
-  bool accumulate;
-  llvm::StringMap<const UnitFootprint *> byPath;
-  /// Gathered units and saved activations: their bytes, and whether saved.
-  llvm::DenseMap<Value, std::pair<int64_t, bool>> allocated;
-  SmallVector<PendingGradient> pending;
-  /// FSDP reduce-scatters issued and not yet waited for: their buffers.
-  llvm::DenseMap<Value, BufferOp> scattering;
+  /// What the program allocated and has not freed: bytes and holder.
+  llvm::DenseMap<Value, std::pair<int64_t, int64_t>> allocated;
   int64_t recomputed = 0;
   std::optional<int64_t> recomputeStep;
-  bool rootGradients = false, lateRootHeld = false;
-  /// Units whose accumulated sharded gradient exists (from their first
-  /// backward on); the root's.
-  llvm::DenseSet<const UnitFootprint *> firstBackward;
-  /// Units reduce-scattered at least once this step.
-  llvm::DenseSet<const UnitFootprint *> scattered;
-  bool rootAccumulating = false;
   /// The program op being replayed.
   int64_t index = 0;
 };
@@ -434,8 +229,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
   if (failed(set))
     return failure();
   ArrayRef<ProgramOp> programs = set->programs;
-  int64_t seq = set->seq, batch = set->batch,
-          microBatches = set->microBatches;
+  int64_t seq = set->seq, batch = set->batch;
   FailureOr<StepUnits> units = collectUnits(model);
   if (failed(units))
     return failure();
@@ -445,33 +239,10 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
            << programs.size() << " parc.program ops for "
            << units->roots.size()
            << " pipeline stages: run --lower-to-schedule again";
-  TpPlan tp = getTpPlan(model);
-  SmallVector<int64_t> lateRoot = getLateRootGradientElements(model, tp.size);
-
-  auto tokensOf = [&](NNModuleOp layer) {
-    auto tag = getLayerTag(layer);
-    return tag && StringRef(tag->first).starts_with("vision")
-               ? options.imageTokens
-               : seq;
-  };
-  llvm::DenseMap<Operation *, LayerActivationBytes> activations;
-  for (auto &stageUnits : units->layers)
-    for (UnitFootprint &unit : stageUnits) {
-      auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
-      activations[unit.layer] = estimateLayerActivations(
-          unit.layer, remat ? remat.getValue() : "none", batch,
-          tokensOf(unit.layer), unit.computeBytes, tp, hardware->kernels);
-    }
-  LossBytes loss = getLossBytes(model, batch, seq, tp, hardware->kernels,
-                                units->roots.front().computeBytes);
-
   MemoryReport report;
   report.hardware = *hardware;
   report.seqLen = seq;
   report.microBatch = batch;
-  // Above one micro-batch per step the sharded gradients accumulate from
-  // each unit's first backward to the optimizer step.
-  bool accumulate = microBatches > 1;
   for (ProgramOp program : programs) {
     int64_t stage = getProgramStage(program);
     if (stage < 0 || stage >= int64_t(units->roots.size()))
@@ -486,8 +257,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     rank.pipelined = pipelined;
     const UnitFootprint &root = units->roots[stage];
     ArrayRef<UnitFootprint> layers = units->layers[stage];
-    ProgramReplay replay(rank, root, layers, activations, loss,
-                         lateRoot[stage] * root.gradientBytes, accumulate);
+    ProgramReplay replay(rank);
     // What lives through the whole step.
     MemoryBreakdown &live = replay.live;
     live.fixedOverhead = hardware->fixedOverheadBytes;

@@ -67,6 +67,8 @@ struct StepFields {
   double maxNorm = 0;
   std::vector<int64_t> group;
   schema::BufferKind bufferKind = schema::BufferKind::ParamShard;
+  schema::AllocKind allocKind = schema::AllocKind::Gradients;
+  std::optional<schema::Peak> peak;
 };
 
 class ProgramExporter {
@@ -191,6 +193,14 @@ private:
           computeStep(schema::StepKind::Save, save, fields);
           return define(op, fields);
         })
+        .Case([&](AllocOp alloc) {
+          fields.kind = schema::StepKind::Alloc;
+          fields.module = alloc.getOf();
+          fields.allocKind = static_cast<schema::AllocKind>(alloc.getKind());
+          if (auto mb = alloc.getMicroBatch())
+            fields.microBatch = *mb;
+          return define(op, fields);
+        })
         .Case([&](FreeOp free) {
           fields.kind = schema::StepKind::Free;
           auto type = cast<RankedTensorType>(free.getBuffer().getType());
@@ -200,6 +210,7 @@ private:
         })
         .Case([&](WaitOp wait) {
           fields.kind = schema::StepKind::Wait;
+          fields.peak = peakOf(wait.getPeakAttr());
           return use(op, wait.getCollective(), fields);
         })
         .Case([&](OptimizerStepOp step) {
@@ -224,6 +235,15 @@ private:
     fields.part = step.getPart();
     fields.microBatch = step.getMicroBatch();
     fields.chunk = step.getChunk();
+    if constexpr (!std::is_same_v<StepOp, SaveOp>)
+      fields.peak = peakOf(step.getPeakAttr());
+  }
+
+  static std::optional<schema::Peak> peakOf(StepPeakAttr peak) {
+    if (!peak)
+      return std::nullopt;
+    return schema::Peak(peak.getWorking(), peak.getLogits(), peak.getSaved(),
+                        peak.getGradients());
   }
 
   fb::Offset<fb::String> shared(std::optional<StringRef> text) {
@@ -240,7 +260,8 @@ private:
     return schema::CreateStep(fbb, f.kind, module, part, f.microBatch,
                               f.chunk, f.operand, f.result, f.elements,
                               element, f.bytes, grid, f.peer, group,
-                              f.bufferKind, remat, f.params, f.maxNorm);
+                              f.bufferKind, remat, f.params, f.maxNorm,
+                              f.allocKind, f.peak ? &*f.peak : nullptr);
   }
 
   fb::FlatBufferBuilder &fbb;
@@ -336,6 +357,19 @@ private:
     return step.chunk() ? b.getI64IntegerAttr(step.chunk()) : IntegerAttr();
   }
 
+  /// The step's #parc.peak (null: none); a negative total is refused.
+  FailureOr<StepPeakAttr> peakAttr(const schema::Step &step, size_t index) {
+    const schema::Peak *peak = step.peak();
+    if (!peak)
+      return StepPeakAttr();
+    StepPeakAttr attr = StepPeakAttr::getChecked(
+        [&] { return error(index); }, b.getContext(), peak->working(),
+        peak->logits(), peak->saved(), peak->gradients());
+    if (!attr)
+      return failure();
+    return attr;
+  }
+
   StringAttr partAttr(const schema::Step &step) {
     return step.part() ? b.getStringAttr(str(step.part())) : StringAttr();
   }
@@ -394,17 +428,22 @@ private:
       break;
     }
     case Kind::Forward:
-      ForwardStepOp::create(b, loc, b.getStringAttr(str(step.path())),
-                            partAttr(step),
-                            b.getI64IntegerAttr(step.micro_batch()),
-                            chunkAttr(step));
+    case Kind::Backward: {
+      FailureOr<StepPeakAttr> peak = peakAttr(step, index);
+      if (failed(peak))
+        return failure();
+      if (kind == Kind::Forward)
+        ForwardStepOp::create(b, loc, b.getStringAttr(str(step.path())),
+                              partAttr(step),
+                              b.getI64IntegerAttr(step.micro_batch()),
+                              chunkAttr(step), *peak);
+      else
+        BackwardStepOp::create(b, loc, b.getStringAttr(str(step.path())),
+                               partAttr(step),
+                               b.getI64IntegerAttr(step.micro_batch()),
+                               chunkAttr(step), *peak);
       return success();
-    case Kind::Backward:
-      BackwardStepOp::create(b, loc, b.getStringAttr(str(step.path())),
-                             partAttr(step),
-                             b.getI64IntegerAttr(step.micro_batch()),
-                             chunkAttr(step));
-      return success();
+    }
     case Kind::Recompute:
       RecomputeStepOp::create(b, loc, b.getStringAttr(str(step.path())),
                               b.getI64IntegerAttr(step.micro_batch()),
@@ -425,13 +464,27 @@ private:
     case Kind::Free:
     case Kind::Wait: {
       FailureOr<Value> input = operand(step, index);
-      if (failed(input))
+      FailureOr<StepPeakAttr> peak = peakAttr(step, index);
+      if (failed(input) || failed(peak))
         return failure();
       if (kind == Kind::Free)
         FreeOp::create(b, loc, *input);
       else
-        WaitOp::create(b, loc, *input);
+        WaitOp::create(b, loc, *input, *peak);
       return success();
+    }
+    case Kind::Alloc: {
+      FailureOr<RankedTensorType> type = resultType(step, index);
+      if (failed(type))
+        return failure();
+      op = AllocOp::create(
+          b, loc, *type,
+          AllocKindAttr::get(b.getContext(),
+                             static_cast<AllocKind>(step.alloc_kind())),
+          b.getStringAttr(str(step.path())),
+          step.micro_batch() >= 0 ? b.getI64IntegerAttr(step.micro_batch())
+                                  : IntegerAttr());
+      break;
     }
     case Kind::OptimizerStep:
       OptimizerStepOp::create(b, loc, b.getI64IntegerAttr(step.params()));

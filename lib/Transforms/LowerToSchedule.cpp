@@ -16,11 +16,13 @@
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/MemoryEstimate.h"
 #include "parc/Analysis/Parallelism.h"
+#include "parc/Analysis/StepMemory.h"
 #include "parc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
@@ -174,7 +176,7 @@ struct LayerStep {
   int64_t stage = 0, chunk = 0;
   int64_t tokens = 0; // per sample
   StringRef remat = "none";
-  int64_t savedBytes = 0, recomputedBytes = 0;
+  int64_t savedBytes = 0, recomputedBytes = 0, workingBytes = 0;
   TpTraffic tp;
   UnitPart unit;
 };
@@ -183,6 +185,14 @@ struct TiedCopy {
   std::string path; // the storage owner
   int64_t gradElements = 0;
   SmallVector<int64_t> stages;
+};
+
+/// What one stage's compute leaves behind, in bytes per rank.
+struct StageFootprints {
+  UnitFootprint root;
+  llvm::StringMap<UnitFootprint> layers;
+  /// The root's gradients only the embedding's backward produces.
+  int64_t lateRootGradients = 0;
 };
 
 struct SchedulePlan {
@@ -201,6 +211,9 @@ struct SchedulePlan {
   /// Elements of the activation crossing a stage boundary, per micro-batch.
   int64_t boundaryElements = 0;
   SmallVector<TiedCopy> tied;
+  /// Per stage; and the loss path (on the stage that computes the loss).
+  SmallVector<StageFootprints> memory;
+  LossBytes loss;
 };
 
 struct PlanReader {
@@ -239,7 +252,36 @@ struct PlanReader {
     if (failed(readLayers(plan, order)) || failed(readUnits(plan, order)))
       return failure();
     readTied(plan);
+    if (failed(readFootprints(plan)))
+      return failure();
     return plan;
+  }
+
+  /// The bytes behind the program's allocations: each unit's footprint per
+  /// stage and the loss path.
+  LogicalResult readFootprints(SchedulePlan &plan) {
+    FailureOr<FsdpUnitSizes> sizes =
+        getFsdpUnitSizes(model, "lower-to-schedule");
+    if (failed(sizes))
+      return failure();
+    if (int64_t(sizes->roots.size()) != plan.stages)
+      return error() << "the FSDP units span " << sizes->roots.size()
+                     << " pipeline stages of " << plan.stages
+                     << ": run --apply-fsdp again";
+    TpPlan tp = getTpPlan(model);
+    SmallVector<int64_t> late = getLateRootGradientElements(model, tp.size);
+    for (int64_t stage = 0; stage < plan.stages; ++stage) {
+      StageFootprints &mem = plan.memory.emplace_back();
+      mem.root = getFootprint(sizes->roots[stage], sizes->shards);
+      for (const FsdpUnitSize &unit : sizes->layers[stage])
+        mem.layers[unit.path] = getFootprint(unit, sizes->shards);
+      mem.lateRootGradients =
+          (stage < int64_t(late.size()) ? late[stage] : 0) *
+          mem.root.gradientBytes;
+    }
+    plan.loss = getLossBytes(model, mbs, seq, tp, kernels,
+                             plan.memory.front().root.computeBytes);
+    return success();
   }
 
   LogicalResult readParallelism(SchedulePlan &plan) {
@@ -328,6 +370,7 @@ struct PlanReader {
                                      elementBytes, getTpPlan(model), kernels);
         step.savedBytes = acts.saved;
         step.recomputedBytes = acts.recomputed;
+        step.workingBytes = acts.working;
       }
       TpCollectiveWalker walker(/*stopAtLayers=*/false, last, plan.compute,
                                 plan.sequenceParallel);
@@ -472,7 +515,8 @@ public:
                 int64_t stage, OpBuilder &builder, Location loc)
       : plan(plan), stage(stage), b(builder), loc(loc),
         headForward(reader.headCollectives),
-        headBackward(reader.headBackward) {
+        headBackward(reader.headBackward), mem(plan.memory[stage]),
+        accumulate(plan.microBatches > 1) {
     MLIRContext *ctx = b.getContext();
     axes = DenseI16ArrayAttr::get(ctx, {0});
     axisZero = b.getIndexAttr(0);
@@ -559,7 +603,7 @@ private:
   void wait(UnitState &unit) {
     if (!unit.gathered || unit.waited)
       return;
-    WaitOp::create(b, loc, unit.gathered);
+    WaitOp::create(b, loc, unit.gathered, StepPeakAttr());
     unit.waited = true;
   }
 
@@ -579,12 +623,138 @@ private:
     unit.holds = false;
   }
 
-  /// The compute stream waits for the reduce-scatter in flight, if any.
+  /// The compute stream waits for the reduce-scatter in flight, if any;
+  /// the unsharded gradients it read are freed. Accumulating into a shard
+  /// that exists, its result is a shard of its own beside it until it is
+  /// added in; the root's releases its gradients (and, with one micro-batch,
+  /// its result becomes the root's gradient shards).
   void landScatter() {
     if (!scatterInFlight)
       return;
-    WaitOp::create(b, loc, scatterInFlight);
+    const UnitFootprint *fp = footprint(*scatterUnit);
+    bool isRoot = scatterUnit == &root;
+    int64_t beside = 0;
+    if (fp && accumulate && !scatteredOnce.insert(scatterUnit).second)
+      beside = fp->shardedGradients;
+    if (isRoot && rootHeld) {
+      beside += lateBytes();
+      if (!accumulate)
+        beside += mem.root.shardedGradients;
+    }
+    WaitOp::create(b, loc, scatterInFlight, peak(0, 0, 0, beside));
     scatterInFlight = {};
+    if (isRoot && rootHeld) {
+      if (!accumulate)
+        alloc(AllocKind::GradientShards, "", std::nullopt,
+              mem.root.shardedGradients);
+      rootHeld = lateHeld = false;
+    }
+    for (Value grads : scattering)
+      FreeOp::create(b, loc, grads);
+    scattering.clear();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // What compute steps leave behind (docs/schedule.md, "Allocations")
+  //===--------------------------------------------------------------------===//
+
+  const UnitFootprint *footprint(const UnitState &unit) const {
+    if (&unit == &root)
+      return &mem.root;
+    auto it = mem.layers.find(unit.part->path);
+    return it == mem.layers.end() ? nullptr : &it->second;
+  }
+
+  StepPeakAttr peak(int64_t working, int64_t logits, int64_t saved,
+                    int64_t gradients) {
+    if (!working && !logits && !saved && !gradients)
+      return {};
+    return StepPeakAttr::get(b.getContext(), working, logits, saved,
+                             gradients);
+  }
+
+  /// `bytes` the preceding compute step leaves (nothing for none).
+  Value alloc(AllocKind kind, StringRef of, std::optional<int64_t> mb,
+              int64_t bytes) {
+    if (bytes <= 0)
+      return {};
+    return AllocOp::create(
+        b, loc, RankedTensorType::get({bytes}, b.getIntegerType(8)),
+        AllocKindAttr::get(b.getContext(), kind), b.getStringAttr(of),
+        mb ? indices[*mb] : IntegerAttr());
+  }
+
+  /// What the root's gradients add when a backward first produces them
+  /// (FSDP2 holds them from lm_head's backward to the root's
+  /// reduce-scatter), and the embedding's when only its backward does.
+  int64_t rootHoldBytes() const {
+    if (rootHeld)
+      return 0;
+    return mem.root.unshardedGradients - mem.lateRootGradients +
+           (accumulate && !rootShards ? mem.root.shardedGradients : 0);
+  }
+  int64_t lateBytes() const { return lateHeld ? 0 : mem.lateRootGradients; }
+
+  void holdRoot(int64_t mb) {
+    if (rootHeld)
+      return;
+    rootHeld = true;
+    if (Value grads = alloc(AllocKind::Gradients, "", mb,
+                            mem.root.unshardedGradients -
+                                mem.lateRootGradients))
+      rootGradients.push_back(grads);
+    if (accumulate && !rootShards) {
+      rootShards = true;
+      alloc(AllocKind::GradientShards, "", std::nullopt,
+            mem.root.shardedGradients);
+    }
+  }
+
+  void holdLate(std::optional<int64_t> mb) {
+    if (lateHeld)
+      return;
+    lateHeld = true;
+    if (Value grads =
+            alloc(AllocKind::Gradients, "", mb, mem.lateRootGradients))
+      rootGradients.push_back(grads);
+  }
+
+  /// A layer's backward leaves its unsharded gradients (read by its
+  /// reduce-scatter, or added into the parameters' own before the next
+  /// compute step) and, from its first backward, its gradient shards.
+  void produceGradients(UnitState &unit, int64_t mb) {
+    const UnitFootprint *fp = footprint(unit);
+    if (!fp)
+      return;
+    if (Value grads = alloc(AllocKind::Gradients, unit.part->path, mb,
+                            fp->unshardedGradients))
+      settling.push_back({grads, &unit});
+    if (!accumulate || backwarded.insert(&unit).second)
+      alloc(AllocKind::GradientShards, unit.part->path, std::nullopt,
+            fp->shardedGradients);
+  }
+
+  /// Gradients no collective reads (one shard) are added into the
+  /// parameters' own gradients before the next compute step.
+  void settle() {
+    for (auto &[grads, unit] : settling)
+      FreeOp::create(b, loc, grads);
+    settling.clear();
+  }
+
+  /// The end of the step without a reduce-scatter of the root: its
+  /// gradients join the parameters' own.
+  void releaseRoot() {
+    if (!rootHeld)
+      return;
+    holdLate(std::nullopt);
+    if (!accumulate)
+      alloc(AllocKind::GradientShards, "", std::nullopt,
+            mem.root.shardedGradients);
+    for (Value grads : rootGradients)
+      FreeOp::create(b, loc, grads);
+    rootGradients.clear();
+    rootHeld = lateHeld = false;
   }
 
   /// Issues the reduce-scatter of the unit's gradient. As in FSDP2, one is
@@ -605,6 +775,18 @@ private:
                                       shard::ReductionKind::Sum),
         axisZero);
     scatterInFlight = unit.reducedGrad;
+    scatterUnit = &unit;
+    if (&unit == &root) {
+      scattering.append(rootGradients);
+      rootGradients.clear();
+    }
+    for (auto it = settling.begin(); it != settling.end();)
+      if (it->second == &unit) {
+        scattering.push_back(it->first);
+        it = settling.erase(it);
+      } else {
+        ++it;
+      }
   }
 
   void tpCollectives(ArrayRef<TpCollective> list, bool backward, StringRef of,
@@ -690,7 +872,9 @@ private:
     }
     if (isFirstVirtual(step.chunk)) {
       ready(nullptr);
-      ForwardStepOp::create(b, loc, rootPath, headPart, mbAttr, IntegerAttr());
+      settle();
+      ForwardStepOp::create(b, loc, rootPath, headPart, mbAttr, IntegerAttr(),
+                            StepPeakAttr());
       tpCollectives(ArrayRef(plan.rootTp.forward).take_front(headForward),
                     false, "", mb, plan.seq);
     }
@@ -701,7 +885,9 @@ private:
            ahead <= unit.part->prefetch && pos + ahead < chunk.size(); ++ahead)
         gather(units[chunk[pos + ahead]]);
       ready(&unit);
-      ForwardStepOp::create(b, loc, layer.path, StringAttr(), mbAttr, chunkA);
+      settle();
+      ForwardStepOp::create(b, loc, layer.path, StringAttr(), mbAttr, chunkA,
+                            peak(layer.workingBytes, 0, 0, 0));
       tpCollectives(layer.tp.forward, false, layer.path.getValue(), mb,
                     layer.tokens);
       if (layer.savedBytes > 0)
@@ -714,9 +900,21 @@ private:
     }
     if (isLastVirtual(step.chunk)) {
       ready(nullptr);
-      ForwardStepOp::create(b, loc, rootPath, tailPart, mbAttr, IntegerAttr());
+      settle();
+      // The loss path, and what the loss keeps for its backward.
+      const LossBytes &loss = plan.loss;
+      ForwardStepOp::create(
+          b, loc, rootPath, tailPart, mbAttr, IntegerAttr(),
+          peak(0, loss.kept + loss.transient, loss.rootSaved, 0));
       tpCollectives(ArrayRef(plan.rootTp.forward).drop_front(headForward),
                     false, "", mb, plan.seq);
+      if (loss.rootSaved > 0)
+        tailKept[mb].push_back(SaveOp::create(
+            b, loc,
+            RankedTensorType::get({loss.rootSaved}, b.getIntegerType(8)),
+            rootPath, tailPart, mbAttr, IntegerAttr()));
+      if (Value kept = alloc(AllocKind::Logits, "", mb, loss.kept))
+        tailKept[mb].push_back(kept);
     } else {
       transfer(/*send=*/true, /*gradient=*/false, (stage + 1) % plan.stages,
                boundaryPath(chunk, false), mb);
@@ -728,10 +926,27 @@ private:
     IntegerAttr mbAttr = indices[mb], chunkA = chunkAttr(step.chunk);
     if (isLastVirtual(step.chunk)) {
       ready(nullptr);
+      settle();
+      // Its highest point: the loss's gradient beside what the loss kept,
+      // or lm_head's backward (the logits gradient in the compute dtype,
+      // the root's gradients from here on) after the loss's are gone.
+      const LossBytes &loss = plan.loss;
+      int64_t lossGrads = loss.gradients;
+      int64_t lmHeadLogits = loss.logits * mem.root.computeBytes - loss.kept;
+      int64_t lmHeadGrads = rootHoldBytes();
+      int64_t lmHeadWorking = accumulate ? mem.root.accumulationTransient : 0;
+      StepPeakAttr highest =
+          lmHeadLogits + lmHeadGrads + lmHeadWorking > lossGrads
+              ? peak(lmHeadWorking, lmHeadLogits, 0, lmHeadGrads)
+              : peak(0, lossGrads, 0, 0);
       BackwardStepOp::create(b, loc, rootPath, tailPart, mbAttr,
-                             IntegerAttr());
+                             IntegerAttr(), highest);
       tpCollectives(ArrayRef(plan.rootTp.backward).drop_front(headBackward),
                     true, "", mb, plan.seq);
+      holdRoot(mb);
+      for (Value kept : tailKept[mb])
+        FreeOp::create(b, loc, kept);
+      tailKept.erase(mb);
     } else {
       transfer(/*send=*/false, /*gradient=*/true, (stage + 1) % plan.stages,
                boundaryPath(chunk, false), mb);
@@ -753,9 +968,19 @@ private:
       if (layer.remat == "full")
         tpCollectives(layer.tp.forward, false, layer.path.getValue(), mb,
                       layer.tokens);
-      BackwardStepOp::create(b, loc, layer.path, StringAttr(), mbAttr, chunkA);
+      settle();
+      // The rebuilt activations (the recompute's bytes) join its peak; its
+      // gradients appear as it frees its saved activations.
+      const UnitFootprint *fp = footprint(unit);
+      int64_t accumulating =
+          accumulate && fp ? fp->accumulationTransient : 0;
+      BackwardStepOp::create(
+          b, loc, layer.path, StringAttr(), mbAttr, chunkA,
+          peak(layer.workingBytes + accumulating, 0, 0, rootHoldBytes()));
       tpCollectives(layer.tp.backward, true, layer.path.getValue(), mb,
                     layer.tokens);
+      holdRoot(mb);
+      produceGradients(unit, mb);
       auto it = saved.find({index, mb});
       if (it != saved.end()) {
         FreeOp::create(b, loc, it->second);
@@ -766,8 +991,14 @@ private:
     }
     if (isFirstVirtual(step.chunk)) {
       ready(nullptr);
+      settle();
+      // The embedding's backward, the last of the step: its gradient joins
+      // the root's.
       BackwardStepOp::create(b, loc, rootPath, headPart, mbAttr,
-                             IntegerAttr());
+                             IntegerAttr(),
+                             peak(0, 0, 0, rootHoldBytes() + lateBytes()));
+      holdRoot(mb);
+      holdLate(mb);
       tpCollectives(ArrayRef(plan.rootTp.backward).take_front(headBackward),
                     true, "", mb, plan.seq);
       if (plan.stages == 1) {
@@ -792,6 +1023,8 @@ private:
     for (UnitState &unit : units)
       release(unit);
     landScatter();
+    settle();
+    releaseRoot();
     // Tied copies on different stages add their gradients over pp.
     for (const TiedCopy &copy : plan.tied) {
       if (!llvm::is_contained(copy.stages, stage))
@@ -835,8 +1068,21 @@ private:
   SmallVector<UnitState> units;
   UnitState root;
   bool rootGathered = false;
-  /// The FSDP reduce-scatter issued and not yet waited for.
+  /// The FSDP reduce-scatter issued and not yet waited for, its unit, and
+  /// the gradients it reads.
   Value scatterInFlight;
+  UnitState *scatterUnit = nullptr;
+  SmallVector<Value> scattering;
+  const StageFootprints &mem;
+  bool accumulate;
+  /// Unsharded gradients no reduce-scatter has read yet, by unit.
+  SmallVector<std::pair<Value, UnitState *>> settling;
+  /// The root's gradients while held, and whether its shards exist.
+  SmallVector<Value> rootGradients;
+  bool rootHeld = false, lateHeld = false, rootShards = false;
+  llvm::DenseSet<UnitState *> backwarded, scatteredOnce;
+  /// What the loss keeps for its backward, per micro-batch.
+  std::map<int64_t, SmallVector<Value>> tailKept;
   std::map<std::pair<size_t, int64_t>, Value> saved;
 };
 

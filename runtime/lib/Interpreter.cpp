@@ -622,7 +622,10 @@ double Executor::Interpreter::run(const plan::Program &program,
     switch (step.kind()) {
     case plan::StepKind::Buffer:
     case plan::StepKind::Save:
-      break; // Read by decode(); what a save keeps is its flight.
+    case plan::StepKind::Alloc:
+      // Read by decode(); what a save keeps is its flight, what an
+      // allocation names is what autograd and the optimizer already hold.
+      break;
     case plan::StepKind::AllGather: {
       const Buffer &in = buffers[operand];
       if (in.kind != plan::BufferKind::ParamShard)

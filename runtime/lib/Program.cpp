@@ -153,6 +153,7 @@ public:
         }
       }
       bool reads = kind != plan::StepKind::Buffer &&
+                   kind != plan::StepKind::Alloc &&
                    kind != plan::StepKind::Forward &&
                    kind != plan::StepKind::Backward &&
                    kind != plan::StepKind::Recompute &&
@@ -164,11 +165,12 @@ public:
       switch (kind) {
       case plan::StepKind::Free: {
         plan::StepKind what = defined[operand];
-        if (what != plan::StepKind::Save && what != plan::StepKind::AllGather)
+        if (what != plan::StepKind::Save && what != plan::StepKind::AllGather &&
+            what != plan::StepKind::Alloc)
           return fail(i, "frees tensor " + std::to_string(operand) +
                              ", a " + kindName(what) +
-                             " (only saved activations and gathered units "
-                             "are freed)");
+                             " (only saved activations, gathered units and "
+                             "allocations are freed)");
         if (freed[operand]++)
           return fail(i, "frees tensor " + std::to_string(operand) +
                              " a second time");
@@ -244,6 +246,7 @@ public:
       }
       case plan::StepKind::Buffer:
       case plan::StepKind::Save:
+      case plan::StepKind::Alloc:
         break;
       }
     }
@@ -252,8 +255,11 @@ public:
     // Saved activations and gathered FSDP units (an all-gather of a
     // param_shard buffer) are released in the program; collectives on
     // activations (TP) live as long as the compute that reads them.
+    // Gradient shards live to the end of the step (the optimizer reads them).
     for (size_t t = 0; t < defined.size(); ++t)
       if ((defined[t] == plan::StepKind::Save ||
+           (defined[t] == plan::StepKind::Alloc &&
+            definer[t]->alloc_kind() != plan::AllocKind::GradientShards) ||
            (defined[t] == plan::StepKind::AllGather &&
             gathersUnit[t])) &&
           !freed[t])
@@ -629,6 +635,11 @@ std::string parc::runtime::stepName(const plan::Program &program,
                                                    : str(step.path()));
   case plan::StepKind::Save:
     return "save " + partName(step);
+  case plan::StepKind::Alloc:
+    return std::string("alloc ") + plan::EnumNameAllocKind(step.alloc_kind()) +
+           " " +
+           (std::string(str(step.path())).empty() ? "root"
+                                                   : str(step.path()));
   case plan::StepKind::Wait:
     return (input && input->kind() == plan::StepKind::ReduceScatter
                 ? "wait reduce-scatter "
@@ -637,6 +648,11 @@ std::string parc::runtime::stepName(const plan::Program &program,
   case plan::StepKind::Free:
     if (origin && origin->kind() == plan::StepKind::Save)
       return "free saved " + partName(*origin);
+    if (input && input->kind() == plan::StepKind::Alloc)
+      return std::string("free ") +
+             plan::EnumNameAllocKind(input->alloc_kind()) + " " +
+             (std::string(str(input->path())).empty() ? "root"
+                                                      : str(input->path()));
     return "free " + unit;
   }
   return "step";
@@ -653,6 +669,7 @@ StepTrack parc::runtime::stepTrack(const plan::Step &step) {
     return StepTrack::Compute;
   case plan::StepKind::Buffer:
   case plan::StepKind::Save:
+  case plan::StepKind::Alloc:
   case plan::StepKind::Free:
     return StepTrack::Memory;
   default:

@@ -21,7 +21,15 @@
 // output, q, attention output, residual (5 x 128) and up / activation
 // (2 x 240) bf16 elements = 2240 bytes, plus fp32 statistics: attention
 // logsumexp 8 x 4 heads and norm rstd 8 = 40 x 4 bytes.
-// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 41 steps
+// What compute leaves behind is allocated in the program too, and a step's
+// highest point is its #parc.peak: a layer's forward and backward peak at
+// their largest op (1024 bytes); the loss keeps the bf16 logits and their
+// fp32 log-softmax (800 x 6 = 4800 bytes) and the root's ops 320; lm_head's
+// backward holds the bf16 logits gradient (1600, the 4800 kept gone) and
+// the root's gradients from then on (1600 x (2 bf16 + 4 f32 for the
+// reduce) = 9600); a layer's backward leaves its unsharded gradients
+// (1232 x 6 = 7392) and its fp32 gradient shards (616 x 4 = 2464).
+// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 54 steps
 // FSDP-LABEL: parc.program @all_ranks ranks 2 covers {} micro_batches 1 batch 1 seq 8 {
 // FSDP-NEXT: %[[ROOT:.*]] = parc.buffer param_shard "" : tensor<800xbf16>
 // FSDP-NEXT: %[[W0:.*]] = parc.buffer param_shard "model.layers.0" : tensor<616xbf16>
@@ -32,39 +40,54 @@
 // FSDP-NEXT: parc.forward_step "" part "head" micro_batch 0
 // FSDP-NEXT: %[[G1:.*]] = shard.all_gather %[[W1]] on @fsdp
 // FSDP-NEXT: parc.wait %[[G0]] : tensor<1232xbf16>
-// FSDP-NEXT: parc.forward_step "model.layers.0" micro_batch 0
+// FSDP-NEXT: parc.forward_step "model.layers.0" micro_batch 0 peak <working = 1024>
 // FSDP-NEXT: %[[S0:.*]] = parc.save "model.layers.0" micro_batch 0 : tensor<2400xi8>
 // FSDP-NEXT: parc.free %[[G0]] : tensor<1232xbf16>
 // FSDP-NEXT: parc.wait %[[G1]] : tensor<1232xbf16>
-// FSDP-NEXT: parc.forward_step "model.layers.1" micro_batch 0
+// FSDP-NEXT: parc.forward_step "model.layers.1" micro_batch 0 peak <working = 1024>
 // FSDP-NEXT: %[[S1:.*]] = parc.save "model.layers.1" micro_batch 0 : tensor<2400xi8>
 // FSDP-NEXT: parc.free %[[G1]] : tensor<1232xbf16>
-// FSDP-NEXT: parc.forward_step "" part "tail" micro_batch 0
-// FSDP-NEXT: parc.backward_step "" part "tail" micro_batch 0
+// FSDP-NEXT: parc.forward_step "" part "tail" micro_batch 0 peak <logits = 4800, saved = 320>
+// FSDP-NEXT: %[[ST:.*]] = parc.save "" part "tail" micro_batch 0 : tensor<320xi8>
+// FSDP-NEXT: %[[LOGITS:.*]] = parc.alloc logits "" micro_batch 0 : tensor<4800xi8>
+// FSDP-NEXT: parc.backward_step "" part "tail" micro_batch 0 peak <logits = -3200, gradients = 9600>
+// FSDP-NEXT: %[[RG:.*]] = parc.alloc gradients "" micro_batch 0 : tensor<9600xi8>
+// FSDP-NEXT: parc.free %[[ST]] : tensor<320xi8>
+// FSDP-NEXT: parc.free %[[LOGITS]] : tensor<4800xi8>
 // FSDP-NEXT: %[[B1:.*]] = shard.all_gather %[[W1]] on @fsdp
 // FSDP-NEXT: %[[B0:.*]] = shard.all_gather %[[W0]] on @fsdp
 // FSDP-NEXT: parc.wait %[[B1]] : tensor<1232xbf16>
-// FSDP-NEXT: parc.backward_step "model.layers.1" micro_batch 0
+// FSDP-NEXT: parc.backward_step "model.layers.1" micro_batch 0 peak <working = 1024>
+// FSDP-NEXT: %[[DG1:.*]] = parc.alloc gradients "model.layers.1" micro_batch 0 : tensor<7392xi8>
+// FSDP-NEXT: parc.alloc gradient_shards "model.layers.1" : tensor<2464xi8>
 // FSDP-NEXT: parc.free %[[S1]] : tensor<2400xi8>
 // FSDP-NEXT: %[[D1:.*]] = parc.buffer gradient "model.layers.1" micro_batch 0 : tensor<1232xf32>
 // FSDP-NEXT: %[[R1:.*]] = shard.reduce_scatter %[[D1]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1232xf32> -> tensor<616xf32>
 // FSDP-NEXT: parc.free %[[B1]] : tensor<1232xbf16>
 // FSDP-NEXT: parc.wait %[[B0]] : tensor<1232xbf16>
-// FSDP-NEXT: parc.backward_step "model.layers.0" micro_batch 0
+// FSDP-NEXT: parc.backward_step "model.layers.0" micro_batch 0 peak <working = 1024>
+// FSDP-NEXT: %[[DG0:.*]] = parc.alloc gradients "model.layers.0" micro_batch 0 : tensor<7392xi8>
+// FSDP-NEXT: parc.alloc gradient_shards "model.layers.0" : tensor<2464xi8>
 // FSDP-NEXT: parc.free %[[S0]]
 // One reduce-scatter in flight (FSDP2): layer 1's overlapped layer 0's
-// backward and is waited for before layer 0's is issued; the end of the
-// backward waits for the last.
+// backward and is waited for before layer 0's is issued, which frees the
+// gradients it read; the end of the backward waits for the last.
 // FSDP-NEXT: parc.wait %[[R1]] : tensor<616xf32>
+// FSDP-NEXT: parc.free %[[DG1]] : tensor<7392xi8>
 // FSDP-NEXT: parc.buffer gradient "model.layers.0"
 // FSDP-NEXT: %[[R0:.*]] = shard.reduce_scatter
 // FSDP-NEXT: parc.free %[[B0]]
 // FSDP-NEXT: parc.backward_step "" part "head" micro_batch 0
 // FSDP-NEXT: parc.wait %[[R0]] : tensor<616xf32>
+// FSDP-NEXT: parc.free %[[DG0]] : tensor<7392xi8>
 // FSDP-NEXT: %[[DR:.*]] = parc.buffer gradient "" micro_batch 0 : tensor<1600xf32>
 // FSDP-NEXT: %[[RR:.*]] = shard.reduce_scatter %[[DR]] on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<1600xf32> -> tensor<800xf32>
 // FSDP-NEXT: parc.free %[[GROOT]] : tensor<1600xbf16>
-// FSDP-NEXT: parc.wait %[[RR]] : tensor<800xf32>
+// The root's result is its fp32 gradient shard (800 x 4), beside its input
+// until that is freed.
+// FSDP-NEXT: parc.wait %[[RR]] peak <gradients = 3200> : tensor<800xf32>
+// FSDP-NEXT: parc.alloc gradient_shards "" : tensor<3200xi8>
+// FSDP-NEXT: parc.free %[[RG]] : tensor<9600xi8>
 // (1600 + 2 x 1232) / 2 shards.
 // FSDP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
 // FSDP-NEXT: parc.optimizer_step params 2032
@@ -78,7 +101,7 @@
 // tensor a backward needs is kept; the recompute rebuilds the norm's rstd
 // (32 bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
 // micro-batch.
-// REMAT: @all_ranks 81 steps
+// REMAT: @all_ranks 104 steps
 // REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2 batch 1 seq 8 {
 // REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<2624xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
@@ -89,16 +112,22 @@
 // The end of each micro-batch's backward waits for its last reduce-scatter.
 // REMAT: parc.backward_step "" part "head" micro_batch 0
 // REMAT-NEXT: parc.wait %{{.*}} : tensor<616xf32>
+// REMAT-NEXT: parc.free %{{.*}} : tensor<7392xi8>
 // REMAT-NEXT: %[[RG:.*]] = parc.buffer gradient "" micro_batch 0 : tensor<1600xf32>
 // REMAT-NEXT: %[[RR:.*]] = shard.reduce_scatter %[[RG]] on @fsdp
 // REMAT-NEXT: parc.free %{{.*}} : tensor<1600xbf16>
 // REMAT-NEXT: parc.wait %[[RR]] : tensor<800xf32>
+// REMAT-NEXT: parc.free %{{.*}} : tensor<9600xi8>
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<800xbf16> -> tensor<1600xbf16>
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<616xbf16> -> tensor<1232xbf16>
 // REMAT-NEXT: parc.wait %{{.*}} : tensor<1600xbf16>
 // REMAT-NEXT: parc.forward_step "" part "head" micro_batch 1
 // REMAT: parc.recompute_step "model.layers.0" micro_batch 1 remat "selective" bytes 32
 // REMAT: parc.buffer gradient "model.layers.0" micro_batch 1 : tensor<1232xf32>
+// From the second micro-batch on, a reduce-scatter's result is a shard of
+// its own beside the accumulated one until it is added in (the root's
+// 800 x 4 bytes).
+// REMAT: parc.wait %{{.*}} peak <gradients = 3200> : tensor<800xf32>
 // REMAT: parc.optimizer_step params 2032
 
 // PP 2 x FSDP 2, 1F1B with 2 micro-batches: stage 0 runs F0 F1 B0 B1 and
@@ -107,7 +136,7 @@
 // input (128 bf16 = 256 bytes) and recomputes 2400. Each stage holds a copy
 // of the tied embedding / lm_head (1600), whose gradient shards (800 f32)
 // are all-reduced between the two stages.
-// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 81 steps, @stage_1 81 steps
+// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 94 steps, @stage_1 102 steps
 // PP-LABEL: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 2 batch 1 seq 8 {
 // PP: parc.forward_step "model.layers.1" micro_batch 0
 // PP-NEXT: parc.save "model.layers.1" micro_batch 0 : tensor<256xi8>
@@ -122,15 +151,18 @@
 // PP-NEXT: parc.backward_step "model.layers.1" micro_batch 0
 // PP: parc.backward_step "" part "head" micro_batch 0
 // PP-NEXT: parc.wait %{{.*}} : tensor<616xf32>
+// PP-NEXT: parc.free %{{.*}} : tensor<7392xi8>
 // PP-NEXT: parc.buffer activation_grad "model.layers.1" micro_batch 1
 // The root's gradient is reduced once, after the last micro-batch; the
 // tied copies are all-reduced once it has landed.
 // PP: parc.backward_step "" part "head" micro_batch 1
-// PP-NEXT: parc.wait %{{.*}} : tensor<616xf32>
+// PP-NEXT: parc.wait %{{.*}} peak <gradients = 2464> : tensor<616xf32>
+// PP-NEXT: parc.free %{{.*}} : tensor<7392xi8>
 // PP-NEXT: parc.buffer gradient "" : tensor<1600xf32>
 // PP-NEXT: %[[RR:.*]] = shard.reduce_scatter
 // PP-NEXT: parc.free
 // PP-NEXT: parc.wait %[[RR]] : tensor<800xf32>
+// PP-NEXT: parc.free %{{.*}} : tensor<9600xi8>
 // PP-NEXT: %[[T0:.*]] = parc.buffer gradient "model.embed.weight" : tensor<800xf32>
 // PP-NEXT: shard.all_reduce %[[T0]] on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<800xf32> -> tensor<800xf32>
 // PP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
@@ -139,12 +171,20 @@
 // PP-LABEL: parc.program @stage_1 ranks 2 covers {pp = array<i64: 1>} micro_batches 2 batch 1 seq 8 {
 // PP: %[[R0:.*]] = parc.buffer activation "model.layers.2" micro_batch 0 : tensor<128xbf16>
 // PP-NEXT: shard.recv %[[R0]] on @pp grid_axes = [0] source = [0]
-// PP: parc.forward_step "" part "tail" micro_batch 0
-// PP-NEXT: parc.backward_step "" part "tail" micro_batch 0
+// The last stage computes the loss: lm_head's backward holds the root's
+// gradients and, accumulating over the micro-batches, their shards (9600 +
+// 800 x 4 bytes).
+// PP: parc.forward_step "" part "tail" micro_batch 0 peak <logits = 4800, saved = 320>
+// PP-NEXT: parc.save "" part "tail" micro_batch 0 : tensor<320xi8>
+// PP-NEXT: parc.alloc logits "" micro_batch 0 : tensor<4800xi8>
+// PP-NEXT: parc.backward_step "" part "tail" micro_batch 0 peak <logits = -3200, gradients = 12800>
+// PP-NEXT: parc.alloc gradients "" micro_batch 0 : tensor<9600xi8>
+// PP-NEXT: parc.alloc gradient_shards "" : tensor<3200xi8>
 // PP: parc.backward_step "model.layers.2" micro_batch 0
 // PP: parc.buffer activation_grad "model.layers.2" micro_batch 0 : tensor<128xbf16>
 // PP-NEXT: shard.send {{.*}} on @pp grid_axes = [0] destination = [0]
 // PP-NEXT: parc.wait %{{.*}} : tensor<616xf32>
+// PP-NEXT: parc.free %{{.*}} : tensor<7392xi8>
 // PP-NEXT: parc.buffer activation "model.layers.2" micro_batch 1
 // PP: shard.all_reduce {{.*}} on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<800xf32>
 // PP-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
@@ -174,7 +214,13 @@
 // INTERLEAVED-NEXT: parc.save "model.layers.3" micro_batch 0 chunk 1
 // INTERLEAVED-NEXT: parc.free
 // INTERLEAVED-NEXT: parc.forward_step "" part "tail" micro_batch 0
+// INTERLEAVED-NEXT: parc.save "" part "tail"
+// INTERLEAVED-NEXT: parc.alloc logits ""
 // INTERLEAVED-NEXT: parc.backward_step "" part "tail" micro_batch 0
+// INTERLEAVED-NEXT: parc.alloc gradients ""
+// INTERLEAVED-NEXT: parc.alloc gradient_shards ""
+// INTERLEAVED-NEXT: parc.free
+// INTERLEAVED-NEXT: parc.free
 // INTERLEAVED-NEXT: shard.all_gather
 // INTERLEAVED-NEXT: parc.wait
 // INTERLEAVED-NEXT: parc.backward_step "model.layers.3" micro_batch 0 chunk 1
@@ -202,6 +248,8 @@
 // TP: parc.forward_step "" part "tail" micro_batch 0
 // TP-NEXT: %[[L:.*]] = parc.buffer activation "" micro_batch 0 : tensor<400xbf16>
 // TP-NEXT: shard.all_gather %[[L]] on @tp grid_axes = [0] gather_axis = 0 : tensor<400xbf16> -> tensor<800xbf16>
+// TP-NEXT: parc.save "" part "tail" micro_batch 0
+// TP-NEXT: parc.alloc logits "" micro_batch 0
 // TP-NEXT: parc.backward_step "" part "tail" micro_batch 0
 // TP-NEXT: parc.buffer activation_grad "" micro_batch 0 : tensor<128xbf16>
 // TP-NEXT: shard.all_reduce {{.*}} on @tp
@@ -210,6 +258,7 @@
 // TP-NEXT: shard.all_reduce {{.*}} on @tp
 // TP: parc.backward_step "" part "head" micro_batch 0
 // TP-NEXT: parc.wait %{{.*}} : tensor<384xf32>
+// TP-NEXT: parc.free
 // TP-NEXT: parc.buffer gradient "" micro_batch 0 : tensor<800xf32>
 // (800 + 2 x 768) / 2.
 // TP: parc.optimizer_step params 1168

@@ -10,6 +10,7 @@
 #define PARC_DIALECT_PARC_IR_PARCBASE_TD
 
 include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 
 def Parc_Dialect : Dialect {
@@ -28,6 +29,7 @@ def Parc_Dialect : Dialect {
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
   let hasOperationAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 class Parc_Op<string mnemonic, list<Trait> traits = []>

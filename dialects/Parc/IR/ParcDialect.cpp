@@ -3,7 +3,10 @@
 #include "Parc/IR/ParcDialect.h"
 #include "Parc/IR/ParcOps.h"
 
+#include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <optional>
@@ -14,11 +17,34 @@ using namespace mlir::parc;
 
 #include "Parc/IR/ParcDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "Parc/IR/ParcAttrs.cpp.inc"
+
 void ParcDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "Parc/IR/ParcOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "Parc/IR/ParcAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult
+StepPeakAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     int64_t working, int64_t logits, int64_t saved,
+                     int64_t gradients) {
+  // A part may be negative (freed before the highest point), the whole not.
+  int64_t total = 0;
+  for (int64_t bytes : {working, logits, saved, gradients})
+    if (llvm::AddOverflow(total, bytes, total))
+      return emitError() << "#parc.peak overflows 64 bits";
+  if (total < 0)
+    return emitError() << "#parc.peak adds " << total
+                       << " bytes: a step's highest point is never below "
+                          "what was live before it";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "Parc/IR/ParcEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "Parc/IR/ParcAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "Parc/IR/ParcOps.h.inc"

@@ -83,6 +83,17 @@ LogicalResult BufferOp::verify() {
   return success();
 }
 
+LogicalResult AllocOp::verify() {
+  auto type = getResult().getType();
+  if (!type.hasStaticShape() || type.getNumElements() <= 0)
+    return emitOpError() << "must allocate a positive static number of bytes, "
+                            "got "
+                         << type;
+  if (getMicroBatch() && int64_t(*getMicroBatch()) < 0)
+    return emitOpError() << "needs micro_batch >= 0";
+  return success();
+}
+
 LogicalResult ClipGradNormOp::verify() {
   double maxNorm = getMaxNorm().convertToDouble();
   if (!(maxNorm > 0))
@@ -179,9 +190,14 @@ public:
     for (Operation &op : *program.getBody())
       if (failed(checkOp(op)))
         return failure();
-    for (Operation &op : *program.getBody())
-      if (auto save = dyn_cast<SaveOp>(op); save && !freed.contains(save))
-        return save.emitOpError() << "is never freed";
+    // Gradient shards live to the end of the step: the optimizer reads them.
+    for (Operation &op : *program.getBody()) {
+      auto alloc = dyn_cast<AllocOp>(op);
+      if ((isa<SaveOp>(op) ||
+           (alloc && alloc.getKind() != AllocKind::GradientShards)) &&
+          !freed.contains(&op))
+        return op.emitOpError() << "is never freed";
+    }
     for (Operation &op : *program.getBody())
       if (auto path = gatheredUnit(&op); path && unwaited.lookup(*path) == &op)
         return op.emitOpError() << "gathers FSDP unit " << unitName(*path)
@@ -229,7 +245,7 @@ private:
     if (isa<ClipGradNormOp, OptimizerStepOp>(op) &&
         failed(requireScattersLanded(op, "updates the gradients")))
       return failure();
-    if (isa<BufferOp, ClipGradNormOp, OptimizerStepOp>(op))
+    if (isa<BufferOp, AllocOp, ClipGradNormOp, OptimizerStepOp>(op))
       return checkMicroBatch(op, op.getAttrOfType<IntegerAttr>("micro_batch"));
     if (auto free = dyn_cast<FreeOp>(op))
       return checkFree(free);
@@ -318,10 +334,10 @@ private:
   LogicalResult checkFree(FreeOp free) {
     Operation *def = free.getBuffer().getDefiningOp();
     if (!def || def->getBlock() != program.getBody() ||
-        !(isa<SaveOp>(def) ||
+        !(isa<SaveOp, AllocOp>(def) ||
           def->getName().getStringRef() == "shard.all_gather"))
-      return free.emitOpError() << "must free a parc.save or shard.all_gather "
-                                   "result of its program";
+      return free.emitOpError() << "must free a parc.save, parc.alloc or "
+                                   "shard.all_gather result of its program";
     if (!freed.insert(def).second)
       return free.emitOpError() << "frees a buffer that is already freed";
     if (auto path = gatheredUnit(def); path && unwaited.lookup(*path) == def) {

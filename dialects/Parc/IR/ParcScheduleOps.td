@@ -22,6 +22,47 @@ def Parc_BufferKind : I32EnumAttr<"BufferKind", "contents of a flat buffer", [
   let cppNamespace = "::mlir::parc";
 }
 
+/// What a `parc.alloc` holds.
+def Parc_AllocKind : I32EnumAttr<"AllocKind", "memory a compute step leaves", [
+  I32EnumAttrCase<"Gradients", 0, "gradients">,
+  I32EnumAttrCase<"GradientShards", 1, "gradient_shards">,
+  I32EnumAttrCase<"Logits", 2, "logits">
+]> {
+  let cppNamespace = "::mlir::parc";
+}
+
+def Parc_StepPeakAttr : AttrDef<Parc_Dialect, "StepPeak"> {
+  let mnemonic = "peak";
+  let summary = "The bytes a step holds at its highest, above what was live";
+  let description = [{
+    What one step adds, at its highest point, to the bytes live before it,
+    by what holds them: `working` (an op's operands and result, a recompute,
+    the in-place accumulation of a new gradient), `logits` (the loss path),
+    `saved` (what a loss keeps for its backward) and `gradients` (gradients
+    the step produces, reduced shards beside their input). A part may be
+    negative, bytes the step frees before its highest point (what the loss
+    kept, at lm_head's backward); the whole may not. What the step
+    leaves behind follows it as `parc.save` / `parc.alloc` ops, so a replay
+    of a program is: live bytes are the allocations not yet freed, and each
+    step with a peak reaches live + peak. A step without one adds nothing.
+
+    ```mlir
+    parc.backward_step "model.layers.1" micro_batch 0 peak <working = 9184>
+    ```
+  }];
+  let parameters = (ins DefaultValuedParameter<"int64_t", "0">:$working,
+                        DefaultValuedParameter<"int64_t", "0">:$logits,
+                        DefaultValuedParameter<"int64_t", "0">:$saved,
+                        DefaultValuedParameter<"int64_t", "0">:$gradients);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t total() const {
+      return getWorking() + getLogits() + getSaved() + getGradients();
+    }
+  }];
+}
+
 def Parc_ProgramOp : Parc_Op<"program", [
     Symbol, HasParent<"ModelOp">, SingleBlock, NoTerminator,
     NoRegionArguments]> {
@@ -107,10 +148,11 @@ class Parc_ComputeStepOp<string mnemonic, string what>
   }];
   let arguments = (ins StrAttr:$module, OptionalAttr<StrAttr>:$part,
                        I64Attr:$micro_batch,
-                       DefaultValuedAttr<I64Attr, "0">:$chunk);
+                       DefaultValuedAttr<I64Attr, "0">:$chunk,
+                       OptionalAttr<Parc_StepPeakAttr>:$peak);
   let assemblyFormat = [{
     $module (`part` $part^)? `micro_batch` $micro_batch (`chunk` $chunk^)?
-    attr-dict
+    (`peak` $peak^)? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -154,11 +196,39 @@ def Parc_SaveOp : Parc_StepOp<"save"> {
   let hasVerifier = 1;
 }
 
-def Parc_FreeOp : Parc_StepOp<"free"> {
-  let summary = "Release a gathered unit or saved activations";
+def Parc_AllocOp : Parc_StepOp<"alloc"> {
+  let summary = "Memory the preceding compute step leaves behind";
   let description = [{
-    Frees the result of a `shard.all_gather` (an unsharded FSDP unit) or of
-    a `parc.save` (a layer's saved activations) of the same program.
+    What a compute step of `of` ("" for the root) produced that outlives it,
+    as a flat byte buffer (the result's size is the byte count), until its
+    `parc.free`: a unit's unsharded `gradients` (in the compute dtype, and a
+    reduce-dtype copy where the two differ) until the wait of the
+    reduce-scatter that reads them, or until the next compute step adds
+    them into the parameters' own gradients without FSDP; a unit's
+    `gradient_shards` (this rank's fp32 gradients, from the unit's first
+    backward to the end of the step); what the loss keeps of the `logits`
+    for its backward.
+
+    ```mlir
+    parc.backward_step "model.layers.1" micro_batch 0 peak <working = 9184>
+    %g = parc.alloc gradients "model.layers.1" micro_batch 0 : tensor<4928xi8>
+    ```
+  }];
+  let arguments = (ins Parc_AllocKind:$kind, StrAttr:$of,
+                       OptionalAttr<I64Attr>:$micro_batch);
+  let results = (outs 1DTensorOf<[I8]>:$result);
+  let assemblyFormat = [{
+    $kind $of (`micro_batch` $micro_batch^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Parc_FreeOp : Parc_StepOp<"free"> {
+  let summary = "Release a gathered unit, saved activations or an allocation";
+  let description = [{
+    Frees the result of a `shard.all_gather` (an unsharded FSDP unit), of a
+    `parc.save` (a layer's saved activations) or of a `parc.alloc` of the
+    same program.
   }];
   let arguments = (ins AnyRankedTensor:$buffer);
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
@@ -197,8 +267,11 @@ def Parc_WaitOp : Parc_StepOp<"wait"> {
     parc.forward_step "model.layers.1" micro_batch 0
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$collective);
-  let assemblyFormat = "$collective attr-dict `:` type($collective)";
+  let arguments = (ins AnyRankedTensor:$collective,
+                       OptionalAttr<Parc_StepPeakAttr>:$peak);
+  let assemblyFormat = [{
+    $collective (`peak` $peak^)? attr-dict `:` type($collective)
+  }];
 }
 
 def Parc_ClipGradNormOp : Parc_StepOp<"clip_grad_norm"> {

@@ -388,7 +388,7 @@ parc.model @program_0 class "M" {
   }
   parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
     %b = parc.buffer activation "layers.0" micro_batch 0 : tensor<8xbf16>
-    // expected-error@+1 {{must free a parc.save or shard.all_gather result of its program}}
+    // expected-error@+1 {{must free a parc.save, parc.alloc or shard.all_gather result of its program}}
     parc.free %b : tensor<8xbf16>
   }
 }

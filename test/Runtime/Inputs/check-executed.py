@@ -14,6 +14,10 @@ import json
 import re
 import sys
 
+# parc.alloc kinds as plan.bin's AllocKind names them.
+ALLOC_KINDS = {"gradients": "Gradients", "gradient_shards": "GradientShards",
+               "logits": "Logits"}
+
 
 def expected_programs(path):
     programs, current, origin = {}, None, {}
@@ -42,15 +46,27 @@ def expected_programs(path):
             what = m.group(2) or ("embedding" if m.group(3) == "head" else "loss")
             current.append(f"{m.group(1)} {what}")
             continue
-        m = re.match(r"parc\.save \"([^\"]*)\"", body)
+        m = re.match(r"parc\.save \"([^\"]*)\"(?: part \"(\w+)\")?", body)
         if m:
-            origin[result] = ("save", None, m.group(1))
-            current.append(f"save {m.group(1)}")
+            what = m.group(1) or ("embedding" if m.group(2) == "head" else "loss")
+            origin[result] = ("save", None, what)
+            current.append(f"save {what}")
+            continue
+        m = re.match(r"parc\.alloc (\w+) \"([^\"]*)\"", body)
+        if m:
+            kind = ALLOC_KINDS[m.group(1)]
+            origin[result] = ("alloc", kind, m.group(2))
+            current.append(f"alloc {kind} {m.group(2) or 'root'}")
             continue
         m = re.match(r"parc\.free (%[\w.]+)", body)
         if m:
             kind, buf, of = origin[m.group(1)]
-            current.append(f"free saved {of}" if kind == "save" else f"free {of or 'root'}")
+            if kind == "save":
+                current.append(f"free saved {of}")
+            elif kind == "alloc":
+                current.append(f"free {buf} {of or 'root'}")
+            else:
+                current.append(f"free {of or 'root'}")
             continue
         m = re.match(r"parc\.wait (%[\w.]+)", body)
         if m:
