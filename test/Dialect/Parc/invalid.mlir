@@ -881,6 +881,72 @@ parc.model @program_scatter_never_waited class "M" {
 
 // -----
 
+parc.model @program_alloc_never_freed class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    parc.forward_step "layers.0" micro_batch 0
+    parc.backward_step "layers.0" micro_batch 0
+    // expected-error@+1 {{is never freed}}
+    %a = parc.alloc gradients "layers.0" micro_batch 0 : tensor<48xi8>
+  }
+}
+
+// -----
+
+parc.model @program_alloc_empty class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    // expected-error@+1 {{must allocate a positive static number of bytes, got 'tensor<0xi8>'}}
+    %a = parc.alloc logits "" micro_batch 0 : tensor<0xi8>
+  }
+}
+
+// -----
+
+parc.model @program_alloc_micro_batch class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    // expected-error@+1 {{runs micro-batch 3 of a program with 1 micro-batches}}
+    %a = parc.alloc logits "" micro_batch 3 : tensor<8xi8>
+  }
+}
+
+// -----
+
+parc.model @program_peak_negative class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    // expected-error@+1 {{#parc.peak adds -8 bytes: a step's highest point is never below what was live before it}}
+    parc.forward_step "layers.0" micro_batch 0 peak <working = 8, logits = -16>
+  }
+}
+
+// -----
+
 parc.model @program_wait_never class "M" {
   shard.grid @fsdp(shape = 2)
   shard.grid @pp(shape = 2)

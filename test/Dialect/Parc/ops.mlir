@@ -191,8 +191,8 @@ parc.model @scheduled class "M" {
     parc.forward_step "" part "head" micro_batch 0
     // CHECK-NEXT: parc.wait %[[G]] : tensor<16xbf16>
     parc.wait %g : tensor<16xbf16>
-    // CHECK-NEXT: parc.forward_step "layers.0" micro_batch 0 chunk 1
-    parc.forward_step "layers.0" micro_batch 0 chunk 1
+    // CHECK-NEXT: parc.forward_step "layers.0" micro_batch 0 chunk 1 peak <working = 96, logits = -16>
+    parc.forward_step "layers.0" micro_batch 0 chunk 1 peak <logits = -16, working = 96>
     // CHECK-NEXT: %[[S:.*]] = parc.save "layers.0" micro_batch 0 chunk 1 : tensor<64xi8>
     %s = parc.save "layers.0" micro_batch 0 chunk 1 : tensor<64xi8>
     // CHECK-NEXT: parc.free %[[G]] : tensor<16xbf16>
@@ -210,6 +210,10 @@ parc.model @scheduled class "M" {
     parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat "full" bytes 128
     // CHECK-NEXT: parc.backward_step "layers.0" micro_batch 0 chunk 1
     parc.backward_step "layers.0" micro_batch 0 chunk 1
+    // CHECK-NEXT: %[[A:.*]] = parc.alloc gradients "layers.0" micro_batch 0 : tensor<48xi8>
+    %a = parc.alloc gradients "layers.0" micro_batch 0 : tensor<48xi8>
+    // CHECK-NEXT: parc.alloc gradient_shards "layers.0" : tensor<32xi8>
+    %sh = parc.alloc gradient_shards "layers.0" : tensor<32xi8>
     // CHECK-NEXT: parc.free %[[S]] : tensor<64xi8>
     parc.free %s : tensor<64xi8>
     // CHECK-NEXT: parc.buffer gradient "layers.0" micro_batch 0 : tensor<16xf32>
@@ -218,8 +222,10 @@ parc.model @scheduled class "M" {
     %r = shard.reduce_scatter %d on @fsdp grid_axes = [0] scatter_axis = 0 : tensor<16xf32> -> tensor<8xf32>
     parc.free %g2 : tensor<16xbf16>
     parc.backward_step "" part "head" micro_batch 0
-    // CHECK: parc.wait %[[R]] : tensor<8xf32>
-    parc.wait %r : tensor<8xf32>
+    // CHECK: parc.wait %[[R]] peak <gradients = 32> : tensor<8xf32>
+    parc.wait %r peak <gradients = 32> : tensor<8xf32>
+    // CHECK-NEXT: parc.free %[[A]] : tensor<48xi8>
+    parc.free %a : tensor<48xi8>
     // CHECK: shard.all_reduce %{{.*}} on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<8xf32> -> tensor<8xf32>
     %t = shard.all_reduce %r on @pp grid_axes = [0] {parc.group = array<i64: 0, 1>} : tensor<8xf32> -> tensor<8xf32>
     // CHECK-NEXT: parc.clip_grad_norm max_norm 1.000000e+00
