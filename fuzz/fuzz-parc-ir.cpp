@@ -25,8 +25,8 @@
 using namespace mlir;
 
 static const char *const kPipeline =
-    "builtin.module(discover-layers,apply-remat,apply-fsdp{shards=8},"
-    "estimate-memory)";
+    "builtin.module(parc.model(discover-layers,apply-remat,"
+    "apply-fsdp{shards=8},estimate-memory))";
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   parc_fuzz::silenceStdout();

@@ -73,7 +73,8 @@ protected:
     module = importHFConfig(kLlama8B, "llama.json", &context);
     if (!module)
       return failure();
-    PassManager pm(&context, ModuleOp::getOperationName());
+    PassManager modulePm(&context, ModuleOp::getOperationName());
+    OpPassManager &pm = modulePm.nest<ModelOp>();
     pm.addPass(createDiscoverLayers());
     if (remat != "none") {
       ApplyRematOptions rematOptions;
@@ -90,7 +91,7 @@ protected:
     lower.gradAccumulation =
         options.gradAccumulation > 0 ? options.gradAccumulation : 1;
     pm.addPass(createLowerToSchedule(lower));
-    if (failed(pm.run(*module)))
+    if (failed(modulePm.run(*module)))
       return failure();
     options.hardware = "h100-80gb";
     options.hardwareDir = getDefaultHardwareDir();

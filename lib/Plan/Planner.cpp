@@ -40,9 +40,11 @@
 using namespace mlir;
 using namespace mlir::parc;
 
-void mlir::parc::buildPlanPipeline(OpPassManager &pm,
+void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
                                    const PlanRequest &request,
                                    StringRef hardwareDir) {
+  // Every pass plans one parc.model (IsolatedFromAbove).
+  OpPassManager &pm = modulePm.nest<ModelOp>();
   DiscoverLayersOptions discover;
   discover.stackPaths.assign(request.stacks.begin(), request.stacks.end());
   pm.addPass(createDiscoverLayers(discover));

@@ -77,9 +77,8 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(applyTo(model)))
-        return signalPassFailure();
+    if (failed(applyTo(getOperation())))
+      signalPassFailure();
   }
 
   LogicalResult applyTo(ModelOp model) {

@@ -151,9 +151,8 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(applyTo(model)))
-        return signalPassFailure();
+    if (failed(applyTo(getOperation())))
+      signalPassFailure();
   }
 
   void clearPlan(ModelOp model) {

@@ -75,9 +75,8 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(applyTo(model)))
-        return signalPassFailure();
+    if (failed(applyTo(getOperation())))
+      signalPassFailure();
   }
 
   LogicalResult applyTo(ModelOp model) {

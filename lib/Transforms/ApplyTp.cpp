@@ -133,9 +133,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(applyTo(model)))
-        return signalPassFailure();
+    if (failed(applyTo(getOperation())))
+      signalPassFailure();
   }
 
   // Per-model state.

@@ -326,24 +326,18 @@ struct DiscoverLayersPass
   using Base::Base;
 
   void runOnOperation() override {
-    bool allRecorded = true;
-    for (ModelOp model : getOperation().getOps<ModelOp>()) {
-      LayerFinder finder;
-      SearchResult found = finder.searchBelow(model);
-      SmallVector<LayerStack> discovered = getStacksOfRuns(found.runs);
-      FailureOr<SmallVector<LayerStack>> stacks = discovered;
-      if (!stackPaths.empty())
-        stacks = getStacksAtPaths(model, stackPaths, finder, discovered);
-      if (failed(stacks)) {
-        allRecorded = false;
-        continue;
-      }
-      reportStacks(model, *stacks, found.containers);
-      // Recorded even when empty: later passes then know discovery ran.
-      setLayerStacks(model, *stacks);
-    }
-    if (!allRecorded)
-      signalPassFailure();
+    ModelOp model = getOperation();
+    LayerFinder finder;
+    SearchResult found = finder.searchBelow(model);
+    SmallVector<LayerStack> discovered = getStacksOfRuns(found.runs);
+    FailureOr<SmallVector<LayerStack>> stacks = discovered;
+    if (!stackPaths.empty())
+      stacks = getStacksAtPaths(model, stackPaths, finder, discovered);
+    if (failed(stacks))
+      return signalPassFailure();
+    reportStacks(model, *stacks, found.containers);
+    // Recorded even when empty: later passes then know discovery ran.
+    setLayerStacks(model, *stacks);
   }
 };
 

@@ -29,7 +29,8 @@ struct EstimateCostPass : public impl::EstimateCostBase<EstimateCostPass> {
     options.gpusPerNode = gpusPerNode;
     options.computeEfficiency = computeEfficiency;
     options.overlap = overlap;
-    for (ModelOp model : getOperation().getOps<ModelOp>()) {
+    {
+      ModelOp model = getOperation();
       if (failed(ensureLowered(model, lower)))
         return signalPassFailure();
       FailureOr<CostReport> report = estimateCost(model, options);

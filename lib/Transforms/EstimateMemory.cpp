@@ -27,7 +27,8 @@ struct EstimateMemoryPass
     LowerToScheduleOptions lower =
         getOnDemandLowering(seqLen, microBatch, gradAccumulation, imageTokens,
                             hardware, hardwareDir);
-    for (ModelOp model : getOperation().getOps<ModelOp>()) {
+    {
+      ModelOp model = getOperation();
       if (failed(ensureLowered(model, lower)))
         return signalPassFailure();
       FailureOr<MemoryReport> report = estimateMemory(model, options);

@@ -1143,9 +1143,8 @@ struct LowerToSchedulePass
         getOnDemandLowering(seqLen, microBatch, gradAccumulation, imageTokens,
                             hardware, hardwareDir);
     options.maxNorm = maxNorm;
-    for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(lowerModel(model, options)))
-        return signalPassFailure();
+    if (failed(lowerModel(getOperation(), options)))
+      signalPassFailure();
   }
 };
 

@@ -15,8 +15,8 @@ struct PrintModelStatsPass
   using Base::Base;
 
   void runOnOperation() override {
-    for (ModelOp model : getOperation().getOps<ModelOp>())
-      ModelStats::compute(model).print(model, llvm::outs(), maxDepth);
+    ModelOp model = getOperation();
+    ModelStats::compute(model).print(model, llvm::outs(), maxDepth);
     markAllAnalysesPreserved();
   }
 };

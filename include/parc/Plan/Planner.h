@@ -49,7 +49,8 @@ struct PlanInvocation {
   std::string hardwareDir;
 };
 
-/// Adds the passes `request` asks for to `pm`, in the order torchtitan
+/// Adds the passes `request` asks for to `pm` (on builtin.module; the
+/// passes run nested on each parc.model), in the order torchtitan
 /// applies them: discover layers, remat, FSDP; then the lowering to the
 /// per-rank programs, with the kernels of the hardware profile in
 /// `hardwareDir` (empty: the one next to the tool).

@@ -5,7 +5,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def PrintModelStats : Pass<"print-model-stats", "::mlir::ModuleOp"> {
+def PrintModelStats : Pass<"print-model-stats", "::mlir::parc::ModelOp"> {
   let summary = "Print parameter counts of a model";
   let description = [{
     Prints the total parameter count with tied parameters counted once, as a
@@ -23,7 +23,7 @@ def PrintModelStats : Pass<"print-model-stats", "::mlir::ModuleOp"> {
   ];
 }
 
-def DiscoverLayers : Pass<"discover-layers", "::mlir::ModuleOp"> {
+def DiscoverLayers : Pass<"discover-layers", "::mlir::parc::ModelOp"> {
   let summary = "Find the repeated layer stacks of a model from its structure";
   let description = [{
     Finds the layers of every `parc.model` from its structure, never from
@@ -58,7 +58,7 @@ def DiscoverLayers : Pass<"discover-layers", "::mlir::ModuleOp"> {
   ];
 }
 
-def ApplyRemat : Pass<"apply-remat", "::mlir::ModuleOp"> {
+def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
   let summary = "Decide activation rematerialisation per layer";
   let description = [{
     Marks every discovered layer in scope with `parc.remat`: `full` keeps only
@@ -78,7 +78,7 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::ModuleOp"> {
   ];
 }
 
-def ApplyFsdp : Pass<"apply-fsdp", "::mlir::ModuleOp"> {
+def ApplyFsdp : Pass<"apply-fsdp", "::mlir::parc::ModelOp"> {
   let summary = "Group parameters into FSDP units sharded over a shard.grid";
   let description = [{
     Creates one `parc.fsdp_unit` per discovered layer plus a root unit for
@@ -109,7 +109,7 @@ def ApplyFsdp : Pass<"apply-fsdp", "::mlir::ModuleOp"> {
   ];
 }
 
-def EstimateMemory : Pass<"estimate-memory", "::mlir::ModuleOp"> {
+def EstimateMemory : Pass<"estimate-memory", "::mlir::parc::ModelOp"> {
   let summary = "Replay a training step per rank and report peak memory";
   let description = [{
     Replays the `parc.program` of each rank kind op by op: its all-gathers
@@ -139,7 +139,7 @@ def EstimateMemory : Pass<"estimate-memory", "::mlir::ModuleOp"> {
   ];
 }
 
-def EstimateCost : Pass<"estimate-cost", "::mlir::ModuleOp"> {
+def EstimateCost : Pass<"estimate-cost", "::mlir::parc::ModelOp"> {
   let summary = "Predict the step time, tokens/s/GPU and MFU of a plan";
   let description = [{
     Times the `parc.program` of each rank kind op by op: each compute step
@@ -176,7 +176,7 @@ def EstimateCost : Pass<"estimate-cost", "::mlir::ModuleOp"> {
   ];
 }
 
-def ApplyTp : Pass<"apply-tp", "::mlir::ModuleOp"> {
+def ApplyTp : Pass<"apply-tp", "::mlir::parc::ModelOp"> {
   let summary = "Derive a tensor-parallel plan from the op graph of the layers";
   let description = [{
     Plans Megatron-style tensor parallelism over a `shard.grid @tp` of `size`
@@ -237,7 +237,7 @@ def ApplyTp : Pass<"apply-tp", "::mlir::ModuleOp"> {
   ];
 }
 
-def ApplyPp : Pass<"apply-pp", "::mlir::ModuleOp"> {
+def ApplyPp : Pass<"apply-pp", "::mlir::parc::ModelOp"> {
   let summary = "Split the layers into pipeline stages with an explicit schedule";
   let description = [{
     Cuts the discovered language layers, in execution order, into `stages` x
@@ -282,7 +282,7 @@ def ApplyPp : Pass<"apply-pp", "::mlir::ModuleOp"> {
   ];
 }
 
-def LowerToSchedule : Pass<"lower-to-schedule", "::mlir::ModuleOp"> {
+def LowerToSchedule : Pass<"lower-to-schedule", "::mlir::parc::ModelOp"> {
   let summary = "Lower a planned model to one straight-line program per rank kind";
   let description = [{
     Turns the plan the earlier passes recorded (discovered layers, the TP
