@@ -377,6 +377,16 @@ private:
   LogicalResult build(const schema::Step &step, size_t index) {
     using Kind = schema::StepKind;
     Kind kind = step.kind();
+    // Enums read from a file: a value this build has no name for is refused
+    // before an attribute is made from it.
+    if (flatbuffers::IsOutRange(step.buffer_kind(), schema::BufferKind::MIN,
+                                schema::BufferKind::MAX))
+      return error(index) << "has unknown buffer kind "
+                          << int(step.buffer_kind());
+    if (flatbuffers::IsOutRange(step.alloc_kind(), schema::AllocKind::MIN,
+                                schema::AllocKind::MAX))
+      return error(index) << "has unknown alloc kind "
+                          << int(step.alloc_kind());
     FlatSymbolRefAttr grid =
         FlatSymbolRefAttr::get(b.getContext(), str(step.grid()));
     auto reduction = shard::ReductionKindAttr::get(
