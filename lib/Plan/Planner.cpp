@@ -83,6 +83,8 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
   fsdp.masterDtype = getMlirDtypeName(request.masterDtype).str();
   fsdp.reduceDtype = getMlirDtypeName(request.gradReduceDtype).str();
   fsdp.optimDtype = getMlirDtypeName(request.optimDtype).str();
+  fsdp.prefetch = request.fsdpPrefetch;
+  fsdp.reshardAfterForward = request.reshardAfterForward;
   pm.addPass(createApplyFsdp(fsdp));
 
   // The per-rank programs plan.bin carries; planning a 405B model for 16k

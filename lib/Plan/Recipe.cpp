@@ -106,6 +106,13 @@ static constexpr RecipeKey kRecipeKeys[] = {
     {"parallel.microbatches", "microbatches", false, "n",
      "Micro-batches per optimizer step (default: global batch / "
      "(micro-batch x data-parallel ranks), or pp when no global batch)", RecipeLimits::kMaxMicrobatches},
+    {"parallel.fsdp_prefetch", "fsdp-prefetch", false, "n",
+     "FSDP units gathered ahead of the one computing, in forward and "
+     "backward (default 1, FSDP2's)", 64},
+    {"parallel.fsdp_reshard_after_forward", "reshard-after-forward", false,
+     "bool",
+     "Free each layer's gathered parameters after its forward and gather "
+     "them again for its backward: true or false (default true)"},
     {"parallel.sequence_parallel", "sequence-parallel", false, "bool",
      "Sequence parallelism with TP: true or false (default false)"},
     {"parallel.loss_parallel", "loss-parallel", false, "bool",
@@ -200,7 +207,8 @@ private:
   void missing(StringRef key);
   /// A scalar's text, or an error naming what `key` must be.
   std::optional<std::string> scalar(StringRef key, StringRef expected);
-  void readPositive(StringRef key, int64_t &out);
+  /// An integer of at least `minimum` (1: a positive integer, 0: a count).
+  void readPositive(StringRef key, int64_t &out, int64_t minimum = 1);
   /// Whether `value` is within the key's bound (RecipeKey::max); an error
   /// naming the key if not.
   bool checkMax(const Entry &entry, StringRef key, int64_t value);
@@ -365,26 +373,29 @@ void RecipeReader::readNonNegative(StringRef key, double &out) {
   out = value;
 }
 
-void RecipeReader::readPositive(StringRef key, int64_t &out) {
+void RecipeReader::readPositive(StringRef key, int64_t &out,
+                                int64_t minimum) {
   const Entry *entry = lookup(key);
-  std::optional<std::string> text = scalar(key, "a positive integer");
+  StringRef what = minimum > 0 ? "a positive integer" : "a non-negative integer";
+  std::optional<std::string> text = scalar(key, what);
   if (!text)
     return;
   int64_t value;
   // A quoted "8" is a string in YAML; yaml-cpp tags non-plain scalars "!".
   if (entry->value.Tag() == "!") {
-    error(*entry) << "key '" << key
-                  << "' must be a positive integer, got the quoted string '"
-                  << *text << "'";
+    error(*entry) << "key '" << key << "' must be " << what
+                  << ", got the quoted string '" << *text << "'";
     return;
   }
   if (StringRef(*text).getAsInteger(10, value)) {
-    error(*entry) << "key '" << key << "' must be a positive integer, got '"
+    error(*entry) << "key '" << key << "' must be " << what << ", got '"
                   << *text << "'";
     return;
   }
-  if (value <= 0) {
-    error(*entry) << "key '" << key << "' must be positive, got " << value;
+  if (value < minimum) {
+    error(*entry) << "key '" << key << "' must be "
+                  << (minimum > 0 ? "positive" : "non-negative") << ", got "
+                  << value;
     return;
   }
   if (!checkMax(*entry, key, value))
@@ -572,6 +583,11 @@ void RecipeReader::build(PlanRequest &request) {
   readPositive("parallel.pp_chunks", request.ppChunks);
   readPositive("parallel.microbatches", request.microbatches);
   readPositiveList("parallel.pp_split", request.ppSplit);
+  readPositive("parallel.fsdp_prefetch", request.fsdpPrefetch, 0);
+  std::string reshard = "true";
+  readChoice("parallel.fsdp_reshard_after_forward", {"true", "false"},
+             reshard);
+  request.reshardAfterForward = reshard == "true";
   std::string sequenceParallel = "false", lossParallel = "false";
   readChoice("parallel.sequence_parallel", {"true", "false"},
              sequenceParallel);

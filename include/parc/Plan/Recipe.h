@@ -10,7 +10,8 @@
 //             master_dtype, grad_reduce_dtype, optim_dtype, optimizer, frozen
 //   cluster:  hardware, nodes, gpus_per_node | gpus
 //   parallel: dp, fsdp, tp, pp, pp_schedule, pp_chunks, pp_split, microbatches,
-//             sequence_parallel, loss_parallel, remat, remat_scope, stacks
+//             fsdp_prefetch, fsdp_reshard_after_forward, sequence_parallel,
+//             loss_parallel, remat, remat_scope, stacks
 //
 // This header is free of yaml-cpp: yaml-cpp reports errors by throwing, and
 // only Recipe.cpp is built with exceptions.
@@ -79,6 +80,10 @@ struct PlanRequest {
   /// Micro-batches per optimizer step (the same as gradAccumulation once
   /// the recipe is read; the pipeline schedule runs this many).
   int64_t microbatches = 1;
+  /// FSDP units gathered ahead (0: just in time), and whether a layer is
+  /// resharded after its forward (FSDP2's reshard_after_forward).
+  int64_t fsdpPrefetch = 1;
+  bool reshardAfterForward = true;
   bool sequenceParallel = false;
   bool lossParallel = false;
   /// "full", "selective", "every:N" or "none".
