@@ -89,12 +89,11 @@ public:
     return mine.storage().nbytes() > size_t(mine.nbytes()) ? mine.clone()
                                                            : mine;
   }
-  /// Starts the same reduce-scatter and returns at once: once wait() has
-  /// returned, `mine` holds this rank's dim-0 slice of the sum. `full` must
-  /// live until then, and may be overwritten: Gloo reduces each slice in
-  /// place on the rank that owns it, so `mine` is a view of `full` and no
-  /// other buffer of the gradient's size exists while it is in flight;
-  /// NCCL writes a fresh slice.
+  /// Starts the same reduce-scatter: once wait() has returned, `mine` holds
+  /// this rank's dim-0 slice of the sum, and `full` is kept alive until
+  /// then. NCCL returns at once (the collective runs on its stream); Gloo
+  /// completes it before returning (CPU ranks would only contend for the
+  /// host's cores), with a transient receive buffer of `full`'s size.
   virtual std::unique_ptr<PendingCollective>
   startReduceScatterSum(const at::Tensor &full, at::Tensor &mine) = 0;
   virtual void allReduceSum(at::Tensor &tensor) = 0;
