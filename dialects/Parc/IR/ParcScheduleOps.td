@@ -255,7 +255,9 @@ def Parc_WaitOp : Parc_StepOp<"wait"> {
       next unit overlaps it.
 
     What overlaps is therefore the program's: the runtime issues the
-    collective at its step and blocks at the wait, and the cost model's
+    collective at its step and blocks at the wait (on CPU ranks, Gloo's
+    reduce-scatter completes at its issue and keeps its input to the wait),
+    and the cost model's
     compute stream stalls here for whatever of the collective the steps
     since its issue did not hide.
 
