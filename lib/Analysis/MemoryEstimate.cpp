@@ -3,8 +3,9 @@
 // The estimate is a replay, not a sum of maxima: it walks each rank kind's
 // parc.program (the step parc-run executes, in its order) and keeps a
 // running breakdown of live bytes, so the peak is the largest total that
-// exists at one moment and the phase it happens in is known. What a forward
-// keeps is traced on the op graph (ActivationTrace.cpp).
+// exists at one moment and the phase it happens in is known. It reads
+// nothing but the program: what each step allocates and its highest point
+// were sized by the lowering (StepMemory.cpp, ActivationTrace.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,8 +131,8 @@ private:
     allocated[value] = {bytes, kind};
   }
 
-  std::string part(StringRef module, std::optional<StringRef> part,
-                   bool forward) const {
+  /// A compute step's target as the phase names it.
+  static std::string target(StringRef module, std::optional<StringRef> part) {
     if (!module.empty())
       return module.str();
     if (!part || *part == "head")
@@ -172,14 +173,13 @@ private:
         })
         .Case([&](ForwardStepOp forward) {
           noteAtPeak("forward " +
-                         part(forward.getModule(), forward.getPart(), true) +
+                         target(forward.getModule(), forward.getPart()) +
                          suffix(forward.getMicroBatch()),
                      forward.getPeakAttr());
         })
         .Case([&](BackwardStepOp backward) {
           noteAtPeak("backward " +
-                         part(backward.getModule(), backward.getPart(),
-                              false) +
+                         target(backward.getModule(), backward.getPart()) +
                          suffix(backward.getMicroBatch()),
                      backward.getPeakAttr(), recomputed,
                      // Drawn where the rebuilding starts.

@@ -5,9 +5,10 @@
 // ordered steps of one training step, with FSDP all-gathers / frees /
 // reduce-scatters, pipeline sends and receives, TP collectives, tied-copy and
 // data-parallel all-reduces as shard collectives over flat buffers of the
-// exact size, and compute, saves, recomputes and the optimizer as parc ops.
-// The step order follows the memory replay (MemoryEstimate.cpp) so that both
-// describe one step; docs/schedule.md states each rule.
+// exact size, and compute, saves, recomputes, what compute leaves behind
+// (parc.alloc) and the optimizer as parc ops, each compute step with its
+// highest point (#parc.peak). The analyses and parc-run read these programs
+// and derive no order of their own; docs/schedule.md states each rule.
 //
 //===----------------------------------------------------------------------===//
 

@@ -99,8 +99,8 @@ struct MemoryReport {
 /// (`working`) under a remat decision ("none", "full", "selective"), with
 /// its op graph traced at `batch` x `tokens`, activations of `elementBytes`
 /// each, on one rank of `tp` and with the kernels of a hardware profile.
-/// The lowering writes `saved` and `recomputed` into the program; the
-/// replay reads them back from there.
+/// The lowering writes all three into the program (saves, recomputes and
+/// each step's #parc.peak); the replay reads them back from there.
 struct LayerActivationBytes {
   int64_t saved = 0, recomputed = 0, working = 0;
 };
