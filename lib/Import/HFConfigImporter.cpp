@@ -28,12 +28,83 @@
 using namespace mlir;
 using namespace mlir::parc;
 
-static const llvm::StringRef kSupportedModelTypes[] = {
-    "llama", "mistral", "qwen2",       "qwen3",
-    "gemma3", "gemma3_text", "gemma4", "gemma4_text"};
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The families: one row per model_type
+//===----------------------------------------------------------------------===//
+
+/// Which reader builds a model type's spec.
+enum class FamilyReader { LlamaLike, GemmaText, GemmaMultimodal };
+
+/// Which attention projections carry a bias.
+enum class AttentionBias {
+  FromConfig, // q/k/v and o from `attention_bias` (Llama, Qwen3)
+  QkvOnly,    // q/k/v always, o never (Qwen2Attention)
+  None,       // never (MistralAttention)
+};
+
+/// Which layers use sliding-window attention when `layer_types` is absent.
+enum class WindowRule {
+  None,          // all full attention (Llama)
+  All,           // every layer when `sliding_window` is set (Mistral)
+  FromMaxLayers, // layers >= max_window_layers when use_sliding_window (Qwen)
+};
+
+/// A model family as its transformers classes define it: the class-name
+/// prefix, the config class's defaults for the keys a config may omit (each
+/// from that class's signature), and how its layers differ. Adding a
+/// Llama-like family is a row here (docs/ARCHITECTURE.md).
+struct FamilyRow {
+  StringLiteral modelType, classPrefix;
+  FamilyReader reader;
+  int64_t defaultVocab = 0, defaultHeads = 0;
+  /// Unset: num_attention_heads (kv), hidden_size / heads (head_dim).
+  std::optional<int64_t> defaultKvHeads, defaultHeadDim;
+  AttentionBias attentionBias = AttentionBias::FromConfig;
+  /// LlamaConfig's `mlp_bias`.
+  bool mlpBiasKey = false;
+  /// Per-head RMSNorm of q and k (Qwen3).
+  bool qkNorm = false;
+  WindowRule window = WindowRule::None;
+};
+
+// clang-format off
+constexpr FamilyRow kFamilies[] = {
+    // LlamaConfig / MistralConfig / Qwen2Config / Qwen3Config.
+    {"llama",   "Llama",   FamilyReader::LlamaLike, 32000,  32, std::nullopt, std::nullopt,
+     AttentionBias::FromConfig, /*mlpBiasKey=*/true,  /*qkNorm=*/false, WindowRule::None},
+    {"mistral", "Mistral", FamilyReader::LlamaLike, 32000,  32, 8,            std::nullopt,
+     AttentionBias::None,       /*mlpBiasKey=*/false, /*qkNorm=*/false, WindowRule::All},
+    {"qwen2",   "Qwen2",   FamilyReader::LlamaLike, 151936, 32, 32,           std::nullopt,
+     AttentionBias::QkvOnly,    /*mlpBiasKey=*/false, /*qkNorm=*/false, WindowRule::FromMaxLayers},
+    {"qwen3",   "Qwen3",   FamilyReader::LlamaLike, 151936, 32, 32,           128,
+     AttentionBias::FromConfig, /*mlpBiasKey=*/false, /*qkNorm=*/true,  WindowRule::FromMaxLayers},
+    // Gemma3TextConfig / Gemma4TextConfig, and their multimodal wrappers.
+    {"gemma3",      "Gemma3", FamilyReader::GemmaMultimodal},
+    {"gemma3_text", "Gemma3", FamilyReader::GemmaText},
+    {"gemma4",      "Gemma4", FamilyReader::GemmaMultimodal},
+    {"gemma4_text", "Gemma4", FamilyReader::GemmaText},
+};
+// clang-format on
+
+const FamilyRow *findFamily(StringRef modelType) {
+  for (const FamilyRow &row : kFamilies)
+    if (row.modelType == modelType)
+      return &row;
+  return nullptr;
+}
+
+} // namespace
 
 ArrayRef<StringRef> mlir::parc::getSupportedModelTypes() {
-  return kSupportedModelTypes;
+  static const SmallVector<StringRef> types = [] {
+    SmallVector<StringRef> list;
+    for (const FamilyRow &row : kFamilies)
+      list.push_back(row.modelType);
+    return list;
+  }();
+  return types;
 }
 
 namespace {
@@ -66,7 +137,7 @@ private:
   void checkHeads(const ConfigSection &config, StringRef kvKey, int64_t heads,
                   int64_t kvHeads);
 
-  void readLlamaFamily(const ConfigSection &config, StringRef modelType,
+  void readLlamaFamily(const ConfigSection &config, const FamilyRow &family,
                        TextModelSpec &text);
   void readGemmaText(const ConfigSection &config, StringRef family,
                      TextModelSpec &text);
@@ -227,21 +298,12 @@ HFConfigImporter::readLayerTypes(const ConfigSection &config, int64_t layers,
 //===----------------------------------------------------------------------===//
 
 void HFConfigImporter::readLlamaFamily(const ConfigSection &config,
-                                       StringRef modelType,
+                                       const FamilyRow &family,
                                        TextModelSpec &text) {
-  bool isQwen = modelType.starts_with("qwen");
-  bool isQwen3 = modelType == "qwen3";
-  // Defaults of LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config.
-  int64_t defaultVocab = isQwen ? 151936 : 32000;
-  DecoderShape shape = readDecoderShape(
-      config, defaultVocab, /*defaultHeads=*/32,
-      /*defaultKvHeads=*/isQwen3 ? std::optional<int64_t>(32) : std::nullopt,
-      isQwen3 ? std::optional<int64_t>(128) : std::nullopt);
-  StringRef prefix = llvm::StringSwitch<StringRef>(modelType)
-                         .Case("llama", "Llama")
-                         .Case("mistral", "Mistral")
-                         .Case("qwen2", "Qwen2")
-                         .Default("Qwen3");
+  DecoderShape shape =
+      readDecoderShape(config, family.defaultVocab, family.defaultHeads,
+                       family.defaultKvHeads, family.defaultHeadDim);
+  StringRef prefix = family.classPrefix;
   text.causalLMClass = (prefix + "ForCausalLM").str();
   text.modelClass = (prefix + "Model").str();
   text.embeddingClass = "Embedding";
@@ -260,7 +322,7 @@ void HFConfigImporter::readLlamaFamily(const ConfigSection &config,
   stack.normEps = config.getFloat("rms_norm_eps", 1e-6);
   stack.activation =
       readActivation(config, "hidden_act", "silu", stack.activationClass);
-  stack.mlpBias = modelType == "llama" && config.getBool("mlp_bias", false);
+  stack.mlpBias = family.mlpBiasKey && config.getBool("mlp_bias", false);
 
   AttentionSpec attention;
   attention.numHeads = shape.heads;
@@ -269,14 +331,18 @@ void HFConfigImporter::readLlamaFamily(const ConfigSection &config,
   attention.scale = 1.0 / std::sqrt(double(shape.headDim));
   attention.ropeTheta = config.getFloat("rope_theta", 10000.0);
   attention.ropeScaling = readRopeScaling(config);
-  if (modelType == "qwen2") {
-    // Qwen2Attention hard-codes bias on q/k/v and none on o_proj.
+  switch (family.attentionBias) {
+  case AttentionBias::QkvOnly:
     attention.qkvBias = true;
-  } else if (modelType != "mistral") {
+    break;
+  case AttentionBias::FromConfig:
     attention.qkvBias = attention.outBias =
         config.getBool("attention_bias", false);
+    break;
+  case AttentionBias::None:
+    break;
   }
-  attention.qkNorm = isQwen3;
+  attention.qkNorm = family.qkNorm;
 
   std::vector<std::string> derived(shape.layers, "full_attention");
   std::optional<int64_t> window;
@@ -289,11 +355,11 @@ void HFConfigImporter::readLlamaFamily(const ConfigSection &config,
     }
     return w;
   };
-  if (modelType == "mistral") {
+  if (family.window == WindowRule::All) {
     window = readWindow();
     if (window)
       derived.assign(shape.layers, "sliding_attention");
-  } else if (isQwen) {
+  } else if (family.window == WindowRule::FromMaxLayers) {
     bool useWindow = config.getBool("use_sliding_window", false);
     window = readWindow();
     int64_t maxWindowLayers = config.getInt("max_window_layers", 28);
@@ -567,16 +633,25 @@ OwningOpRef<mlir::ModuleOp> HFConfigImporter::import(StringRef symbolName) {
   spec.symbolName = symbolName.str();
   spec.source = "hf:" + modelType;
   spec.dtype = readDtype(root);
-  StringRef type = modelType;
-  if (type == "llama" || type == "mistral" || type == "qwen2" ||
-      type == "qwen3") {
-    readLlamaFamily(root, type, spec.text);
-  } else if (type == "gemma3_text" || type == "gemma4_text") {
-    readGemmaText(root, type == "gemma3_text" ? "Gemma3" : "Gemma4",
-                  spec.text);
-  } else if (type == "gemma3" || type == "gemma4") {
-    bool isGemma4 = type == "gemma4";
-    StringRef family = isGemma4 ? "Gemma4" : "Gemma3";
+  const FamilyRow *family = findFamily(modelType);
+  if (!family) {
+    std::string supported;
+    llvm::raw_string_ostream os(supported);
+    llvm::interleaveComma(getSupportedModelTypes(), os);
+    root.error("model_type") << "unsupported model_type '" << modelType
+                             << "' (supported: " << supported << ")";
+    return nullptr;
+  }
+  StringRef type = family->modelType, prefix = family->classPrefix;
+  switch (family->reader) {
+  case FamilyReader::LlamaLike:
+    readLlamaFamily(root, *family, spec.text);
+    break;
+  case FamilyReader::GemmaText:
+    readGemmaText(root, prefix, spec.text);
+    break;
+  case FamilyReader::GemmaMultimodal: {
+    bool isGemma4 = prefix == "Gemma4";
     std::optional<ConfigSection> textConfig = root.section("text_config");
     if (!textConfig) {
       root.error("text_config") << "missing required key 'text_config' for "
@@ -584,11 +659,11 @@ OwningOpRef<mlir::ModuleOp> HFConfigImporter::import(StringRef symbolName) {
                                 << type << "'";
       return nullptr;
     }
-    readGemmaText(*textConfig, family, spec.text);
+    readGemmaText(*textConfig, prefix, spec.text);
     if (root.has("tie_word_embeddings"))
       spec.text.tieEmbeddings = root.getBool("tie_word_embeddings", true);
-    spec.wrapperClass = (family + "ForConditionalGeneration").str();
-    spec.wrapperModelClass = (family + "Model").str();
+    spec.wrapperClass = (prefix + "ForConditionalGeneration").str();
+    spec.wrapperModelClass = (prefix + "Model").str();
     spec.vision.emplace();
     std::optional<ConfigSection> visionConfig = root.section("vision_config");
     if (isGemma4)
@@ -596,12 +671,8 @@ OwningOpRef<mlir::ModuleOp> HFConfigImporter::import(StringRef symbolName) {
     else
       readSiglipVision(visionConfig, root, spec.text.stack.hidden,
                        *spec.vision);
-  } else {
-    std::string supported;
-    llvm::raw_string_ostream os(supported);
-    llvm::interleaveComma(kSupportedModelTypes, os);
-    root.error("model_type") << "unsupported model_type '" << modelType
-                             << "' (supported: " << supported << ")";
+    break;
+  }
   }
   if (reader.hadError())
     return nullptr;
