@@ -18,6 +18,8 @@
 #include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/FsdpUnits.h"
 #include "parc/Analysis/Parallelism.h"
+#include "parc/Analysis/Grids.h"
+#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/ProgramTimeline.h"
 #include "parc/Analysis/Programs.h"

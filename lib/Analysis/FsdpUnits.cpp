@@ -3,6 +3,7 @@
 #include <algorithm>
 #include "parc/Analysis/FsdpUnits.h"
 
+#include "parc/Analysis/Grids.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
 

@@ -1,6 +1,7 @@
 //===- LayerStacks.cpp - the layer stacks of a model ----------------------===//
 
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/ModelGraph.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -66,26 +67,6 @@ void mlir::parc::setLayerStacks(ModelOp model, ArrayRef<LayerStack> stacks) {
   model->setAttr(kStacksAttrName, b.getArrayAttr(entries));
 }
 
-bool mlir::parc::isFrozen(Operation *op) {
-  for (Operation *cur = op; cur && !isa<ModelOp>(cur); cur = cur->getParentOp())
-    if (cur->hasAttr(kFrozenAttrName))
-      return true;
-  return false;
-}
-
-LogicalResult mlir::parc::markFrozen(ModelOp model,
-                                     ArrayRef<std::string> paths) {
-  for (const std::string &path : paths) {
-    auto module = dyn_cast_or_null<NNModuleOp>(lookupDottedPath(model, path));
-    if (!module)
-      return mlir::emitError(model->getLoc())
-             << "frozen path '" << path << "' names no module of @"
-             << model.getSymName();
-    module->setAttr(kFrozenAttrName, UnitAttr::get(model.getContext()));
-  }
-  return success();
-}
-
 /// Appends the layers `forward` reaches, in call order.
 static void collectCalledLayers(func::FuncOp forward,
                                 SmallVectorImpl<NNModuleOp> &layers) {
@@ -119,26 +100,4 @@ llvm::StringMap<NNModuleOp> mlir::parc::getLayersByPath(ModelOp model) {
       layers[getDottedPath(module)] = module;
   });
   return layers;
-}
-
-int64_t mlir::parc::getGridSize(ModelOp model, StringRef gridName) {
-  // Read generically so that analyses need not link the shard dialect.
-  for (Operation &op : *model.getBody())
-    if (op.getName().getStringRef() == "shard.grid")
-      if (auto name = op.getAttrOfType<StringAttr>("sym_name"))
-        if (name.getValue() == gridName)
-          if (auto shape = op.getAttrOfType<DenseI64ArrayAttr>("shape"))
-            if (!shape.empty())
-              return shape[0];
-  return 0;
-}
-
-void mlir::parc::walkModelGraph(ModelOp model,
-                                llvm::function_ref<void(Operation *)> fn) {
-  model.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (isa<ProgramOp>(op))
-      return WalkResult::skip();
-    fn(op);
-    return WalkResult::advance();
-  });
 }

@@ -12,7 +12,6 @@
 #include "parc/Analysis/MemoryEstimate.h"
 
 #include "parc/Analysis/FsdpUnits.h"
-#include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/Programs.h"
 #include "parc/Analysis/StepMemory.h"

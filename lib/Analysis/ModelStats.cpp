@@ -1,7 +1,7 @@
 //===- ModelStats.cpp - parameter counts of a parc.model ------------------===//
 
 #include "parc/Analysis/ModelStats.h"
-#include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/ModelGraph.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"

@@ -3,6 +3,7 @@
 #include "parc/Analysis/Parallelism.h"
 
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/ModelGraph.h"
 
 using namespace mlir;
 using namespace mlir::parc;

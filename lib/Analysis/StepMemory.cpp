@@ -2,7 +2,7 @@
 
 #include "parc/Analysis/StepMemory.h"
 
-#include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/ModelGraph.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;

@@ -13,6 +13,8 @@
 
 #include "PlanFormat.h"
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/ModelGraph.h"
+#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/Parallelism.h"
 
 #include "Parc/IR/ParcDialect.h"

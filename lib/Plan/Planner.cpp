@@ -15,6 +15,7 @@
 #include "Parc/IR/ParcDialect.h"
 #include "parc/Analysis/CostModel.h"
 #include "parc/Analysis/HardwareProfile.h"
+#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/MemoryEstimate.h"
 #include "parc/Analysis/ModelStats.h"

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "parc/Analysis/Grids.h"
+#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Transforms/Passes.h"

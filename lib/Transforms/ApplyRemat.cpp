@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Transforms/Passes.h"
 

@@ -14,6 +14,7 @@
 
 #include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/HardwareProfile.h"
+#include "parc/Analysis/Grids.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/MemoryEstimate.h"
 #include "parc/Analysis/Parallelism.h"

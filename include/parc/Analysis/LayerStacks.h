@@ -23,9 +23,6 @@ namespace mlir::parc {
 constexpr llvm::StringLiteral kStacksAttrName = "parc.stacks";
 constexpr llvm::StringLiteral kStackAttrName = "parc.stack";
 constexpr llvm::StringLiteral kLayerIndexAttrName = "parc.layer_index";
-/// A unit attribute on a parc.module: its whole subtree is frozen (no
-/// gradients, no optimizer state, no remat).
-constexpr llvm::StringLiteral kFrozenAttrName = "parc.frozen";
 
 struct LayerStack {
   /// "language", "vision", ...
@@ -56,30 +53,6 @@ llvm::SmallVector<NNModuleOp> getLayersInExecutionOrder(ModelOp model);
 /// The discovered layers by dotted path, for matching plan ops that name a
 /// layer by its path (parc.fsdp_unit) back to the module.
 llvm::StringMap<NNModuleOp> getLayersByPath(ModelOp model);
-
-/// The shard.grid --apply-fsdp creates in the model body.
-constexpr llvm::StringLiteral kFsdpGridName = "fsdp";
-
-/// The ranks on the one-axis shard.grid `name` of the model body; 0 when the
-/// model has no such grid.
-int64_t getGridSize(ModelOp model, StringRef name);
-
-/// Ranks on the FSDP grid; 0 when the model has no FSDP plan.
-inline int64_t getFsdpShardCount(ModelOp model) {
-  return getGridSize(model, kFsdpGridName);
-}
-
-/// Calls `fn` on every op of the model's graph (modules, parameters, their
-/// ops), not on the lowered parc.program steps: a program of a large plan
-/// holds tens of thousands of steps that no question about the graph needs.
-void walkModelGraph(ModelOp model, llvm::function_ref<void(Operation *)> fn);
-
-/// Whether `op` (a module or parameter) lies in a frozen subtree.
-bool isFrozen(Operation *op);
-
-/// Marks the module at each dotted path frozen; a path that names no module
-/// is an error on the model naming it.
-LogicalResult markFrozen(ModelOp model, llvm::ArrayRef<std::string> paths);
 
 } // namespace mlir::parc
 
