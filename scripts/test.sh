@@ -19,7 +19,9 @@ if [[ "${1:-}" == --sanitize ]]; then
   # vptr is off: LLVM and MLIR are built without RTTI, and the check needs
   # the dynamic type's typeinfo. -fno-sanitize-recover: a UBSan report is
   # fatal, so a test cannot pass over one.
-  sanitize="-fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  # cmake/UninstrumentedLlvm.h turns LLVM's allocator poisoning off, as in the
+  # uninstrumented MLIR this build links.
+  sanitize="-fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=undefined -fno-omit-frame-pointer -include $root/cmake/UninstrumentedLlvm.h"
   if [[ ! -f $build/build.ninja ]]; then
     nice -n 15 cmake -S "$root" -B "$build" -G Ninja \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo \
