@@ -12,13 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "parc/Analysis/ForwardWalk.h"
-#include "parc/Analysis/HardwareProfile.h"
+#include "SchedulePlan.h"
+
 #include "parc/Analysis/Grids.h"
-#include "parc/Analysis/LayerStacks.h"
-#include "parc/Analysis/MemoryEstimate.h"
+#include "parc/Analysis/HardwareProfile.h"
 #include "parc/Analysis/Parallelism.h"
-#include "parc/Analysis/StepMemory.h"
 #include "parc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -33,479 +31,9 @@ namespace mlir::parc {
 #define GEN_PASS_DEF_LOWERTOSCHEDULE
 #include "parc/Transforms/Passes.h.inc"
 
+using namespace lowering;
+
 namespace {
-
-constexpr llvm::StringLiteral kTiedAttr = kPpTiedCopiesAttrName;
-constexpr llvm::StringLiteral kTpCollectivesAttr = "parc.tp_collectives";
-
-int64_t bytesOf(Type type) { return (type.getIntOrFloatBitWidth() + 7) / 8; }
-
-int64_t lastDim(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || tensor.getRank() == 0 ||
-      ShapedType::isDynamic(tensor.getShape().back()))
-    return 1;
-  return tensor.getShape().back();
-}
-
-//===----------------------------------------------------------------------===//
-// TP collectives of a forward and its backward
-//===----------------------------------------------------------------------===//
-
-enum class CollectiveKind { AllReduce, AllGather, ReduceScatter };
-
-/// One TP collective a compute step issues: the whole (unsharded) tensor
-/// has `elementsPerToken` elements of `element` per token.
-struct TpCollective {
-  CollectiveKind kind;
-  int64_t elementsPerToken;
-  Type element;
-};
-
-struct TpTraffic {
-  SmallVector<TpCollective> forward, backward;
-};
-
-/// Records the collectives --apply-tp put on each op in execution order, and
-/// their backward conjugates (Megatron's f / g pairs): an all-reduce after a
-/// row-parallel linear is matched by the all-reduce of the input gradient of
-/// its column-parallel group; sequence parallel swaps all-gather and
-/// reduce-scatter; the vocab-parallel logits linear all-reduces its input
-/// gradient without sequence parallel; embedding outputs, the logits gather
-/// and the loss-parallel statistics need nothing in backward.
-class TpCollectiveWalker : public ForwardWalker<TpCollectiveWalker, int> {
-public:
-  TpCollectiveWalker(bool stopAtLayers, NNModuleOp lastLayer, Type compute,
-                     bool sequenceParallel)
-      : ForwardWalker(stopAtLayers), lastLayer(lastLayer), compute(compute),
-        sequenceParallel(sequenceParallel) {}
-
-  /// Before the last layer (the root's head) and after it (its tail); a
-  /// layer's own traffic is all in `head`.
-  TpTraffic head, tail;
-
-  void run(func::FuncOp forward) {
-    walk(forward, SmallVector<int>(forward.getNumArguments(), 0));
-    std::reverse(head.backward.begin(), head.backward.end());
-    std::reverse(tail.backward.begin(), tail.backward.end());
-  }
-
-  SmallVector<int> visitOp(Operation &op, ArrayRef<int>) {
-    if (auto entries = op.getAttrOfType<ArrayAttr>(kTpCollectivesAttr))
-      for (Attribute entry : entries)
-        record(op, cast<DictionaryAttr>(entry));
-    if (auto linear = dyn_cast<LinearOp>(op); linear && !sequenceParallel) {
-      auto param =
-          tables.lookupNearestSymbolFrom<ParamOp>(&op, linear.getWeight());
-      auto plan = param ? param->getAttrOfType<StringAttr>(kTpParamAttrName)
-                        : StringAttr();
-      if (plan && plan.getValue() == "vocab")
-        current().backward.push_back({CollectiveKind::AllReduce,
-                                      lastDim(linear.getInput().getType()),
-                                      compute});
-    }
-    return SmallVector<int>(op.getNumResults(), 0);
-  }
-
-  SmallVector<int> visitOpaqueCall(CallOp call, NNModuleOp callee,
-                                   ArrayRef<int>) {
-    if (callee && callee == lastLayer)
-      inTail = true;
-    return SmallVector<int>(call.getNumResults(), 0);
-  }
-
-private:
-  TpTraffic &current() { return inTail ? tail : head; }
-
-  void record(Operation &op, DictionaryAttr entry) {
-    auto kindAttr = entry.getAs<StringAttr>("kind");
-    auto position = entry.getAs<StringAttr>("position");
-    auto bytes = entry.getAs<IntegerAttr>("bytes_per_token");
-    if (!kindAttr || !position || !bytes)
-      return;
-    StringRef kind = kindAttr.getValue();
-    CollectiveKind forward = kind == "all_gather" ? CollectiveKind::AllGather
-                             : kind == "reduce_scatter"
-                                 ? CollectiveKind::ReduceScatter
-                                 : CollectiveKind::AllReduce;
-    if (position.getValue() == "within") {
-      // Loss-parallel statistics: fp32 scalars.
-      current().forward.push_back(
-          {forward, bytes.getInt() / 4, Float32Type::get(op.getContext())});
-      return;
-    }
-    Type irType = position.getValue() == "before" ? op.getOperand(0).getType()
-                                                  : op.getResult(0).getType();
-    int64_t irBytes =
-        bytesOf(cast<RankedTensorType>(irType).getElementType());
-    TpCollective collective{forward, bytes.getInt() / irBytes, compute};
-    current().forward.push_back(collective);
-    bool after = position.getValue() == "after";
-    if (forward == CollectiveKind::AllReduce && after && isa<LinearOp>(op))
-      current().backward.push_back(collective);
-    else if (forward == CollectiveKind::ReduceScatter && after)
-      current().backward.push_back(
-          {CollectiveKind::AllGather, collective.elementsPerToken, compute});
-    else if (forward == CollectiveKind::AllGather && !after)
-      current().backward.push_back({CollectiveKind::ReduceScatter,
-                                    collective.elementsPerToken, compute});
-  }
-
-  NNModuleOp lastLayer;
-  Type compute;
-  bool sequenceParallel;
-  bool inTail = false;
-};
-
-//===----------------------------------------------------------------------===//
-// What the programs are lowered from
-//===----------------------------------------------------------------------===//
-
-/// An FSDP unit, or the part of the root unit one stage holds, in elements.
-struct UnitPart {
-  std::string path;
-  int64_t gatherElements = 0; // unsharded, all its parameters
-  int64_t gradElements = 0;   // unsharded, its trainable parameters
-  int64_t prefetch = 1;
-  bool reshardAfterForward = true;
-  Type compute, master, reduce;
-};
-
-/// One layer as the programs see it.
-struct LayerStep {
-  NNModuleOp layer;
-  StringAttr path;
-  int64_t stage = 0, chunk = 0;
-  int64_t tokens = 0; // per sample
-  StringRef remat = "none";
-  int64_t savedBytes = 0, recomputedBytes = 0, workingBytes = 0;
-  TpTraffic tp;
-  UnitPart unit;
-};
-
-struct TiedCopy {
-  std::string path; // the storage owner
-  int64_t gradElements = 0;
-  SmallVector<int64_t> stages;
-};
-
-/// What one stage's compute leaves behind, in bytes per rank.
-struct StageFootprints {
-  UnitFootprint root;
-  llvm::StringMap<UnitFootprint> layers;
-  /// The root's gradients only the embedding's backward produces.
-  int64_t lateRootGradients = 0;
-};
-
-struct SchedulePlan {
-  int64_t shards = 1, tpSize = 1, stages = 1, chunks = 1, microBatches = 1;
-  int64_t dpSize = 1, world = 1;
-  int64_t seq = 0, mbs = 1;
-  /// Clip to this global gradient norm before the optimizer (0: never).
-  double maxNorm = 0;
-  bool sequenceParallel = false;
-  Type compute, reduce;
-  /// Per stage: its steps, its layers in execution order, its root part.
-  SmallVector<SmallVector<PipelineStep>> steps;
-  std::vector<std::vector<LayerStep>> layers;
-  SmallVector<UnitPart> roots;
-  TpTraffic rootTp;
-  /// Elements of the activation crossing a stage boundary, per micro-batch.
-  int64_t boundaryElements = 0;
-  SmallVector<TiedCopy> tied;
-  /// Per stage; and the loss path (on the stage that computes the loss).
-  SmallVector<StageFootprints> memory;
-  LossBytes loss;
-};
-
-struct PlanReader {
-  PlanReader(ModelOp model, int64_t seq, int64_t mbs, int64_t gradAccum,
-             int64_t imageTokens, KernelProfile kernels)
-      : model(model), seq(seq), mbs(mbs), gradAccum(gradAccum),
-        imageTokens(imageTokens), kernels(kernels) {}
-  ModelOp model;
-  int64_t seq, mbs, gradAccum, imageTokens;
-  KernelProfile kernels;
-
-  InFlightDiagnostic error() {
-    InFlightDiagnostic diag = mlir::emitError(model->getLoc());
-    diag << "lower-to-schedule: ";
-    return diag;
-  }
-
-  FailureOr<SchedulePlan> read() {
-    SchedulePlan plan;
-    plan.seq = seq;
-    plan.mbs = mbs;
-    if (seq < 1 || mbs < 1 || gradAccum < 1 || imageTokens < 0)
-      return error() << "needs positive seq, mbs and grad-accum";
-    SmallVector<NNModuleOp> order = getLayersInExecutionOrder(model);
-    if (!hasDiscoveredLayers(model) || order.empty())
-      return error() << "@" << model.getSymName()
-                     << " has no discovered layers: run --discover-layers "
-                        "first";
-    plan.shards = getFsdpShardCount(model);
-    if (plan.shards <= 0)
-      return error() << "@" << model.getSymName()
-                     << " has no FSDP plan: run --apply-fsdp first (shards=1 "
-                        "for unsharded parameters)";
-    if (failed(readParallelism(plan)))
-      return failure();
-    if (failed(readLayers(plan, order)) || failed(readUnits(plan, order)))
-      return failure();
-    readTied(plan);
-    if (failed(readFootprints(plan)))
-      return failure();
-    return plan;
-  }
-
-  /// The bytes behind the program's allocations: each unit's footprint per
-  /// stage and the loss path.
-  LogicalResult readFootprints(SchedulePlan &plan) {
-    FailureOr<FsdpUnitSizes> sizes =
-        getFsdpUnitSizes(model, "lower-to-schedule");
-    if (failed(sizes))
-      return failure();
-    if (int64_t(sizes->roots.size()) != plan.stages)
-      return error() << "the FSDP units span " << sizes->roots.size()
-                     << " pipeline stages of " << plan.stages
-                     << ": run --apply-fsdp again";
-    TpPlan tp = getTpPlan(model);
-    SmallVector<int64_t> late = getLateRootGradientElements(model, tp.size);
-    for (int64_t stage = 0; stage < plan.stages; ++stage) {
-      StageFootprints &mem = plan.memory.emplace_back();
-      mem.root = getFootprint(sizes->roots[stage], sizes->shards);
-      for (const FsdpUnitSize &unit : sizes->layers[stage])
-        mem.layers[unit.path] = getFootprint(unit, sizes->shards);
-      mem.lateRootGradients =
-          (stage < int64_t(late.size()) ? late[stage] : 0) *
-          mem.root.gradientBytes;
-    }
-    plan.loss = getLossBytes(model, mbs, seq, tp, kernels,
-                             plan.memory.front().root.computeBytes);
-    return success();
-  }
-
-  LogicalResult readParallelism(SchedulePlan &plan) {
-    TpPlan tp = getTpPlan(model);
-    plan.tpSize = tp.size;
-    plan.sequenceParallel = tp.sequenceParallel;
-    int64_t tpGrid = getGridSize(model, kTpGridName);
-    if ((tp.size > 1 || tpGrid > 1) && tpGrid != tp.size)
-      return error() << "parc.tp_size = " << tp.size << " but shard.grid @"
-                     << kTpGridName << " has " << tpGrid
-                     << " ranks: run --apply-tp again";
-    // The dialect verified parc.pp and its schedule (ParcDialect.cpp).
-    bool hasPlan = model->hasAttr(kPpPlanAttrName);
-    PpPlan pp = getPpPlan(model);
-    plan.stages = pp.stages;
-    plan.chunks = pp.chunks;
-    plan.microBatches = pp.microbatches;
-    if (hasPlan) {
-      if (gradAccum > 1)
-        return error() << "grad-accum = " << gradAccum << " with a pipeline: "
-                       << "the micro-batches are parc.pp's ("
-                       << pp.microbatches << ")";
-      if (pp.stages > 1 && getGridSize(model, kPpGridName) != pp.stages)
-        return error() << "parc.pp has " << pp.stages
-                       << " stages but shard.grid @" << kPpGridName << " has "
-                       << getGridSize(model, kPpGridName)
-                       << " ranks: run --apply-pp again";
-      plan.steps = std::move(pp.steps);
-    } else {
-      // Gradient accumulation without a pipeline: F0 B0 F1 B1 ...
-      plan.microBatches = gradAccum;
-      plan.steps.resize(1);
-      for (int64_t i = 0; i < gradAccum; ++i) {
-        plan.steps[0].push_back({true, i, 0});
-        plan.steps[0].push_back({false, i, 0});
-      }
-    }
-    plan.dpSize = std::max<int64_t>(1, getGridSize(model, kDpGridName));
-    // The ranks the plan's axes span (a grid no plan uses adds none).
-    plan.world = plan.shards * plan.dpSize * plan.tpSize * plan.stages;
-    return success();
-  }
-
-  LogicalResult readLayers(SchedulePlan &plan, ArrayRef<NNModuleOp> order) {
-    // The activation dtype is the FSDP compute dtype (the replay's too).
-    for (FsdpUnitOp unit : model.getBody()->getOps<FsdpUnitOp>()) {
-      plan.compute = unit.getComputeDtype();
-      plan.reduce = unit.getReduceDtype();
-      break;
-    }
-    if (!plan.compute)
-      return error() << "@" << model.getSymName()
-                     << " has a shard.grid @fsdp but no parc.fsdp_unit: run "
-                        "--apply-fsdp again";
-    int64_t elementBytes = bytesOf(plan.compute);
-    PipelinePlacement placement(model);
-    plan.layers.resize(plan.stages);
-    plan.roots.resize(plan.stages);
-    NNModuleOp last = order.back();
-    for (NNModuleOp layer : order) {
-      LayerStep step;
-      step.layer = layer;
-      step.path = StringAttr::get(model.getContext(), getDottedPath(layer));
-      step.stage = placement.getStage(layer);
-      step.chunk = placement.getChunk(layer);
-      if (step.stage < 0 || step.stage >= plan.stages || step.chunk < 0 ||
-          step.chunk >= plan.chunks)
-        return error() << "layer " << step.path.getValue()
-                       << " is on pp stage " << step.stage << " chunk "
-                       << step.chunk << " of a plan with " << plan.stages
-                       << " stages x " << plan.chunks
-                       << " chunks: run --apply-pp again";
-      if (auto remat = layer->getAttrOfType<StringAttr>("parc.remat"))
-        step.remat = remat.getValue();
-      if (step.remat != "none" && step.remat != "full" &&
-          step.remat != "selective")
-        return error() << "layer " << step.path.getValue()
-                       << " has parc.remat = \"" << step.remat
-                       << "\" (expected full, selective or none): run "
-                          "--apply-remat again";
-      auto tag = getLayerTag(layer);
-      step.tokens = tag && tag->first.starts_with("vision") ? imageTokens : seq;
-      if (step.tokens > 0) {
-        LayerActivationBytes acts =
-            estimateLayerActivations(layer, step.remat, mbs, step.tokens,
-                                     elementBytes, getTpPlan(model), kernels);
-        step.savedBytes = acts.saved;
-        step.recomputedBytes = acts.recomputed;
-        step.workingBytes = acts.working;
-      }
-      TpCollectiveWalker walker(/*stopAtLayers=*/false, last, plan.compute,
-                                plan.sequenceParallel);
-      walker.run(layer.getForward());
-      step.tp = std::move(walker.head);
-      if (failed(checkTpDivisible(plan, step.tp, step.tokens,
-                                  step.path.getValue())))
-        return failure();
-      if (!plan.boundaryElements && !(tag && tag->first.starts_with("vision")))
-        plan.boundaryElements =
-            mbs * seq *
-            lastDim(layer.getForward().getResultTypes().front()) /
-            (plan.sequenceParallel ? plan.tpSize : 1);
-      plan.layers[step.stage].push_back(std::move(step));
-    }
-    if (plan.sequenceParallel && (mbs * seq) % plan.tpSize != 0)
-      return error() << "sequence parallel over tp " << plan.tpSize
-                     << " needs mbs x seq (" << mbs * seq
-                     << ") divisible by it";
-    auto forward = dyn_cast_or_null<func::FuncOp>(
-        SymbolTable::lookupSymbolIn(model, "forward"));
-    if (forward) {
-      TpCollectiveWalker walker(/*stopAtLayers=*/true, last, plan.compute,
-                                plan.sequenceParallel);
-      walker.run(forward);
-      plan.rootTp.forward = walker.head.forward;
-      plan.rootTp.backward = walker.head.backward;
-      // The tail's traffic, kept apart by position: the head's first.
-      headCollectives = walker.head.forward.size();
-      headBackward = walker.head.backward.size();
-      plan.rootTp.forward.append(walker.tail.forward);
-      plan.rootTp.backward.append(walker.tail.backward);
-      if (failed(checkTpDivisible(plan, plan.rootTp, seq, "the root")))
-        return failure();
-    }
-    return success();
-  }
-
-  LogicalResult checkTpDivisible(const SchedulePlan &plan,
-                                 const TpTraffic &traffic, int64_t tokens,
-                                 StringRef where) {
-    for (ArrayRef<TpCollective> list : {ArrayRef(traffic.forward),
-                                        ArrayRef(traffic.backward)})
-      for (const TpCollective &c : list)
-        if (c.kind != CollectiveKind::AllReduce &&
-            (mbs * tokens * c.elementsPerToken) % plan.tpSize != 0)
-          return error() << "a TP collective of " << where << " moves "
-                         << mbs * tokens * c.elementsPerToken
-                         << " elements, which tp " << plan.tpSize
-                         << " does not divide: pick seq and mbs so that "
-                            "mbs x seq divides by it";
-    return success();
-  }
-
-  LogicalResult readUnits(SchedulePlan &plan, ArrayRef<NNModuleOp> order) {
-    PipelinePlacement placement(model);
-    llvm::StringMap<LayerStep *> byPath;
-    for (auto &stageLayers : plan.layers)
-      for (LayerStep &step : stageLayers)
-        byPath[step.path.getValue()] = &step;
-    SymbolTableCollection tables;
-    for (FsdpUnitOp unitOp : model.getBody()->getOps<FsdpUnitOp>()) {
-      StringRef path = unitOp.getPath();
-      LayerStep *layer = path.empty() ? nullptr : byPath.lookup(path);
-      if (!path.empty() && !layer)
-        return error() << "parc.fsdp_unit @" << unitOp.getSymName()
-                       << " wraps '" << path
-                       << "', which is no discovered layer: run --apply-fsdp "
-                          "again after --discover-layers";
-      UnitPart unit;
-      unit.path = path.str();
-      unit.prefetch = unitOp.getPrefetch();
-      unit.reshardAfterForward = unitOp.getReshardAfterForward();
-      unit.compute = unitOp.getComputeDtype();
-      unit.master = unitOp.getMasterDtype();
-      unit.reduce = unitOp.getReduceDtype();
-      if (!layer)
-        for (UnitPart &root : plan.roots)
-          root = unit;
-      for (ShardParamOp shard : unitOp.getBody()->getOps<ShardParamOp>()) {
-        auto param =
-            dyn_cast_or_null<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
-        if (!param)
-          return error() << "parc.shard_param " << shard.getParam()
-                         << " names no parameter";
-        SmallVector<int64_t> local = getTpLocalShape(param, plan.tpSize);
-        int64_t padded = ShapedType::getNumElements(local) / local[0] *
-                         shard.getPaddedDim0();
-        bool trainable = !shard->hasAttr("frozen");
-        // A tie group spanning stages is one copy on each.
-        SmallVector<int64_t> holders =
-            layer ? SmallVector<int64_t>{layer->stage}
-                  : placement.getHolderStages(
-                        model, param, shard->getAttrOfType<ArrayAttr>("tied"),
-                        tables);
-        for (int64_t stage : holders) {
-          UnitPart &into = layer ? unit : plan.roots[std::min(stage, plan.stages - 1)];
-          into.gatherElements += padded;
-          into.gradElements += trainable ? padded : 0;
-        }
-        tiedGradElements[param] = trainable ? padded : 0;
-      }
-      if (layer)
-        layer->unit = std::move(unit);
-    }
-    return success();
-  }
-
-  void readTied(SchedulePlan &plan) {
-    auto copies = model->getAttrOfType<ArrayAttr>(kTiedAttr);
-    if (!copies || plan.stages < 2)
-      return;
-    for (auto entry : copies.getAsRange<DictionaryAttr>()) {
-      auto params = entry.getAs<ArrayAttr>("params");
-      auto stages = entry.getAs<ArrayAttr>("stages");
-      if (!params || params.empty() || !stages)
-        continue;
-      auto owner = dyn_cast_or_null<ParamOp>(SymbolTable::lookupSymbolIn(
-          model, cast<SymbolRefAttr>(params[0])));
-      if (!owner || !tiedGradElements.lookup(owner))
-        continue;
-      TiedCopy copy;
-      copy.path = getDottedPath(owner);
-      copy.gradElements = tiedGradElements.lookup(owner);
-      for (auto stage : stages.getAsRange<IntegerAttr>())
-        copy.stages.push_back(stage.getInt());
-      plan.tied.push_back(std::move(copy));
-    }
-  }
-
-  size_t headCollectives = 0, headBackward = 0;
-  llvm::DenseMap<Operation *, int64_t> tiedGradElements;
-};
 
 //===----------------------------------------------------------------------===//
 // Writing one program
@@ -513,11 +41,11 @@ struct PlanReader {
 
 class ProgramWriter {
 public:
-  ProgramWriter(const SchedulePlan &plan, const PlanReader &reader,
-                int64_t stage, OpBuilder &builder, Location loc)
+  ProgramWriter(const SchedulePlan &plan, int64_t stage, OpBuilder &builder,
+                Location loc)
       : plan(plan), stage(stage), b(builder), loc(loc),
-        headForward(reader.headCollectives),
-        headBackward(reader.headBackward), mem(plan.memory[stage]),
+        headForward(plan.headForward), headBackward(plan.headBackward),
+        mem(plan.memory[stage]),
         accumulate(plan.microBatches > 1) {
     MLIRContext *ctx = b.getContext();
     axes = DenseI16ArrayAttr::get(ctx, {0});
@@ -1093,14 +621,14 @@ LogicalResult lowerModel(ModelOp model, const LowerToScheduleOptions &options) {
       options.hardware, options.hardwareDir, model.getLoc());
   if (failed(hardware))
     return failure();
-  PlanReader reader(model, options.seqLen, options.microBatch,
-                    options.gradAccumulation, options.imageTokens,
-                    hardware->kernels);
   if (!(options.maxNorm >= 0))
     return mlir::emitError(model->getLoc())
            << "lower-to-schedule: max-norm must be >= 0 (0: no clipping), got "
            << options.maxNorm;
-  FailureOr<SchedulePlan> plan = reader.read();
+  FailureOr<SchedulePlan> plan =
+      readSchedulePlan(model, options.seqLen, options.microBatch,
+                       options.gradAccumulation, options.imageTokens,
+                       hardware->kernels);
   if (failed(plan))
     return failure();
   plan->maxNorm = options.maxNorm;
@@ -1129,7 +657,7 @@ LogicalResult lowerModel(ModelOp model, const LowerToScheduleOptions &options) {
         b.getI64IntegerAttr(plan->mbs), b.getI64IntegerAttr(plan->seq));
     OpBuilder body =
         OpBuilder::atBlockEnd(&program.getBodyRegion().emplaceBlock());
-    ProgramWriter(*plan, reader, stage, body, loc).write();
+    ProgramWriter(*plan, stage, body, loc).write();
     remark << " @" << name << " " << program.getBody()->getOperations().size()
            << " steps" << (stage + 1 < plan->stages ? "," : "");
   }
