@@ -19,9 +19,6 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -77,7 +74,7 @@ public:
   MemoryBreakdown live;
 
   void note(const std::string &phase, std::optional<int64_t> at = {}) {
-    rank.timeline.push_back({phase, live, at.value_or(index), 0});
+    rank.timeline.push_back({phase, live, at.value_or(index)});
     if (live.total() > rank.peakBytes) {
       rank.peakBytes = live.total();
       rank.atPeak = live;
@@ -86,7 +83,8 @@ public:
   }
 
 private:
-  std::string suffix(std::optional<int64_t> microBatch) const {
+  /// Micro-batch attributes are I64Attr, read as uint64_t.
+  std::string suffix(std::optional<uint64_t> microBatch) const {
     return rank.pipelined && microBatch
                ? " (micro-batch " + std::to_string(*microBatch) + ")"
                : "";
@@ -111,23 +109,13 @@ private:
     live = before;
   }
 
-  int64_t &holder(int64_t kind) {
-    switch (kind) {
-    case kUnsharded:
-      return live.unshardedParameters;
-    case kSaved:
-      return live.savedActivations;
-    case kLogits:
-      return live.logitsAndLoss;
-    default:
-      return live.gradients;
-    }
-  }
+  /// What holds a program allocation in the breakdown.
+  using Holder = int64_t MemoryBreakdown::*;
 
-  void allocate(Value value, int64_t kind) {
+  void allocate(Value value, Holder holder) {
     int64_t bytes = getBufferBytes(value);
-    holder(kind) += bytes;
-    allocated[value] = {bytes, kind};
+    live.*holder += bytes;
+    allocated[value] = {bytes, holder};
   }
 
   /// A compute step's target as the phase names it.
@@ -143,27 +131,28 @@ private:
     llvm::TypeSwitch<Operation *>(&op)
         .Case([&](shard::AllGatherOp gather) {
           if (bufferOf(gather.getInput(), BufferKind::ParamShard))
-            allocate(gather.getResult(), kUnsharded);
+            allocate(gather.getResult(), &MemoryBreakdown::unshardedParameters);
         })
-        .Case([&](SaveOp save) { allocate(save.getResult(), kSaved); })
+        .Case([&](SaveOp save) {
+          allocate(save.getResult(), &MemoryBreakdown::savedActivations);
+        })
         .Case([&](AllocOp alloc) {
-          allocate(alloc.getResult(),
-                   alloc.getKind() == AllocKind::Logits ? kLogits
-                                                        : kGradients);
+          allocate(alloc.getResult(), alloc.getKind() == AllocKind::Logits
+                                          ? &MemoryBreakdown::logitsAndLoss
+                                          : &MemoryBreakdown::gradients);
         })
         .Case([&](FreeOp free) {
           auto it = allocated.find(free.getBuffer());
           if (it == allocated.end())
             return;
           // Unsharded gradients leave once reduced or added in: the moment
-          // before is the one to note.
+          // before is the one to note (the root's once per step, unnamed).
           if (auto alloc = free.getBuffer().getDefiningOp<AllocOp>();
               alloc && alloc.getKind() == AllocKind::Gradients)
             note("gradients " + unitName(alloc.getOf()) +
-                 suffix(alloc.getMicroBatch() && !alloc.getOf().empty()
-                            ? std::optional<int64_t>(*alloc.getMicroBatch())
-                            : std::nullopt));
-          holder(it->second.second) -= it->second.first;
+                 (alloc.getOf().empty() ? ""
+                                        : suffix(alloc.getMicroBatch())));
+          live.*it->second.second -= it->second.first;
           allocated.erase(it);
         })
         .Case([&](RecomputeStepOp recompute) {
@@ -194,20 +183,16 @@ private:
                                   : BufferOp();
           if (!grad)
             return;
-          std::optional<int64_t> mb;
-          if (auto attr = grad.getMicroBatch())
-            mb = *attr;
-          noteAtPeak("reduce-scatter " + unitName(grad.getOf()) + suffix(mb),
+          noteAtPeak("reduce-scatter " + unitName(grad.getOf()) +
+                         suffix(grad.getMicroBatch()),
                      wait.getPeakAttr());
         })
         .Case([&](OptimizerStepOp) { note("optimizer step"); });
   }
 
-  enum : int64_t { kUnsharded, kSaved, kLogits, kGradients };
-
   RankMemory &rank;
   /// What the program allocated and has not freed: bytes and holder.
-  llvm::DenseMap<Value, std::pair<int64_t, int64_t>> allocated;
+  llvm::DenseMap<Value, std::pair<int64_t, Holder>> allocated;
   int64_t recomputed = 0;
   std::optional<int64_t> recomputeStep;
   /// The program op being replayed.

@@ -370,6 +370,12 @@ private:
     return attr;
   }
 
+  /// A buffer's or allocation's micro-batch (none: -1).
+  IntegerAttr microBatchAttr(const schema::Step &step) {
+    return step.micro_batch() >= 0 ? b.getI64IntegerAttr(step.micro_batch())
+                                   : IntegerAttr();
+  }
+
   StringAttr partAttr(const schema::Step &step) {
     return step.part() ? b.getStringAttr(str(step.part())) : StringAttr();
   }
@@ -401,9 +407,7 @@ private:
           b, loc, *type,
           BufferKindAttr::get(b.getContext(),
                               static_cast<BufferKind>(step.buffer_kind())),
-          b.getStringAttr(str(step.path())),
-          step.micro_batch() >= 0 ? b.getI64IntegerAttr(step.micro_batch())
-                                  : IntegerAttr());
+          b.getStringAttr(str(step.path())), microBatchAttr(step));
       break;
     }
     case Kind::AllGather:
@@ -491,9 +495,7 @@ private:
           b, loc, *type,
           AllocKindAttr::get(b.getContext(),
                              static_cast<AllocKind>(step.alloc_kind())),
-          b.getStringAttr(str(step.path())),
-          step.micro_batch() >= 0 ? b.getI64IntegerAttr(step.micro_batch())
-                                  : IntegerAttr());
+          b.getStringAttr(str(step.path())), microBatchAttr(step));
       break;
     }
     case Kind::OptimizerStep:

@@ -38,9 +38,8 @@ struct StepIndex {
         byStep.try_emplace(step.programStep, &step);
   }
 
-  /// The time of `note`: a compute step's start (and `within` of its
-  /// length), a collective's issue; none for an op nothing times (a save,
-  /// a free).
+  /// The time of `note`: a compute step's start, a collective's issue;
+  /// none for an op nothing times (a save, a free).
   std::optional<double> anchor(const MemorySample &note) const {
     if (note.step < 0)
       return 0.0;
@@ -49,7 +48,7 @@ struct StepIndex {
       return std::nullopt;
     if (step->stream == TimedStep::Communication)
       return step->issued;
-    return step->start + note.within * step->duration;
+    return step->start;
   }
 };
 

@@ -106,14 +106,16 @@ private:
   IntegerAttr chunkAttr(int64_t chunk) {
     return chunk ? indices[chunk] : IntegerAttr();
   }
+  IntegerAttr microBatchAttr(std::optional<int64_t> mb) {
+    return mb ? indices[*mb] : IntegerAttr();
+  }
 
   Value buffer(BufferKind kind, StringRef of, std::optional<int64_t> mb,
                int64_t elements, Type element) {
     auto type = RankedTensorType::get({elements}, element);
     return BufferOp::create(b, loc, type,
                             BufferKindAttr::get(b.getContext(), kind),
-                            b.getStringAttr(of),
-                            mb ? indices[*mb] : IntegerAttr());
+                            b.getStringAttr(of), microBatchAttr(mb));
   }
 
   void gather(UnitState &unit) {
@@ -173,12 +175,8 @@ private:
     }
     WaitOp::create(b, loc, scatterInFlight, peak(0, 0, 0, beside));
     scatterInFlight = {};
-    if (isRoot && rootHeld) {
-      if (!accumulate)
-        alloc(AllocKind::GradientShards, "", std::nullopt,
-              mem.root.shardedGradients);
-      rootHeld = lateHeld = false;
-    }
+    if (isRoot && rootHeld)
+      rootReleased();
     for (Value grads : scattering)
       FreeOp::create(b, loc, grads);
     scattering.clear();
@@ -211,7 +209,7 @@ private:
     return AllocOp::create(
         b, loc, RankedTensorType::get({bytes}, b.getIntegerType(8)),
         AllocKindAttr::get(b.getContext(), kind), b.getStringAttr(of),
-        mb ? indices[*mb] : IntegerAttr());
+        microBatchAttr(mb));
   }
 
   /// What the root's gradients add when a backward first produces them
@@ -278,12 +276,19 @@ private:
     if (!rootHeld)
       return;
     holdLate(std::nullopt);
-    if (!accumulate)
-      alloc(AllocKind::GradientShards, "", std::nullopt,
-            mem.root.shardedGradients);
+    rootReleased();
     for (Value grads : rootGradients)
       FreeOp::create(b, loc, grads);
     rootGradients.clear();
+  }
+
+  /// The root's gradients have been reduced (or added in): with one
+  /// micro-batch its gradient shards appear now; a next micro-batch's
+  /// backward produces them again.
+  void rootReleased() {
+    if (!accumulate)
+      alloc(AllocKind::GradientShards, "", std::nullopt,
+            mem.root.shardedGradients);
     rootHeld = lateHeld = false;
   }
 

@@ -4,8 +4,8 @@
 // build, NCCL. Gloo in 1.13 refuses reduce_scatter and _allgather_base, so
 // reduce-scatter is an alltoall_base plus a local sum (the bytes a ring
 // reduce-scatter moves: each rank sends (n-1)/n of its buffer), completed
-// when it is started, and all-gather is one broadcast from each rank of its slice of the output, in
-// rank order: Gloo's list-form allgather would stage a flat copy of the
+// when it is started, and all-gather is one broadcast from each rank of its
+// slice of the output, in rank order: Gloo's list-form allgather would stage a flat copy of the
 // whole output on its worker thread, bytes that exist for as long as the
 // gather runs, which an asynchronous gather makes overlap whatever compute
 // happens to run then. NCCL gathers in place with _allgather_base.

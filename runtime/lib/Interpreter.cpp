@@ -19,9 +19,9 @@
 // releases them, and a backward whose forward's gather was freed moves the
 // data of the latest gather under the storages autograd saved. A
 // reduce-scatter step starts reducing the leaves' gradients of that
-// micro-batch and returns; its wait adds this rank's slice into the fp32
-// shards (the backward between overlaps it). Collectives on activations (TP, sequence parallel) run
-// inside the compute step that needs them.
+// micro-batch (NCCL returns at once, Gloo completes it there); its wait adds
+// this rank's slice into the fp32 shards. Collectives on activations (TP,
+// sequence parallel) run inside the compute step that needs them.
 //
 //===----------------------------------------------------------------------===//
 

@@ -224,11 +224,7 @@ Executor::finishReduceGrads(GradientScatter &scatter) {
       continue;
     }
     // Data parallel: each rank's loss is the mean over its own tokens.
-    mine = mine.to(at::kFloat).div_(world);
-    // A slice reduced in place is a view of the whole buffer.
-    shards.push_back(mine.storage().nbytes() > size_t(mine.nbytes())
-                         ? mine.clone()
-                         : mine);
+    shards.push_back(mine.to(at::kFloat).div_(world));
   }
   scatter.pending.clear();
   scatter.mine.clear();

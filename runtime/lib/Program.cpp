@@ -555,6 +555,12 @@ ProgramBatch parc::runtime::programBatch(const plan::Program &program) {
 
 namespace {
 
+/// A step's dotted path, "root" for the root's.
+std::string pathOrRoot(const plan::Step &step) {
+  std::string path = str(step.path());
+  return path.empty() ? "root" : path;
+}
+
 std::string partName(const plan::Step &step) {
   std::string path = str(step.path());
   if (!path.empty())
@@ -631,15 +637,12 @@ std::string parc::runtime::stepName(const plan::Program &program,
     return grads ? "recv activation gradients" : "recv activations";
   case plan::StepKind::Buffer:
     return std::string("buffer ") + bufferKindName(step.buffer_kind()) + " " +
-           (std::string(str(step.path())).empty() ? "root"
-                                                   : str(step.path()));
+           pathOrRoot(step);
   case plan::StepKind::Save:
     return "save " + partName(step);
   case plan::StepKind::Alloc:
     return std::string("alloc ") + plan::EnumNameAllocKind(step.alloc_kind()) +
-           " " +
-           (std::string(str(step.path())).empty() ? "root"
-                                                   : str(step.path()));
+           " " + pathOrRoot(step);
   case plan::StepKind::Wait:
     return (input && input->kind() == plan::StepKind::ReduceScatter
                 ? "wait reduce-scatter "
@@ -651,8 +654,7 @@ std::string parc::runtime::stepName(const plan::Program &program,
     if (input && input->kind() == plan::StepKind::Alloc)
       return std::string("free ") +
              plan::EnumNameAllocKind(input->alloc_kind()) + " " +
-             (std::string(str(input->path())).empty() ? "root"
-                                                      : str(input->path()));
+             pathOrRoot(*input);
     return "free " + unit;
   }
   return "step";

@@ -41,10 +41,9 @@ struct MemoryBreakdown {
 struct MemorySample {
   std::string phase; // "forward model.layers.0", "reduce-scatter root", ...
   MemoryBreakdown live;
-  /// The parc.program op it is taken at (-1: before the first), and how far
-  /// into that op's time (0 its start, 1 its end): where --trace draws it.
+  /// The parc.program op it is taken at (-1: before the first): where
+  /// --trace draws it.
   int64_t step = -1;
-  double within = 0;
 };
 
 /// The replay of one kind of rank (ranks doing the same work share one).

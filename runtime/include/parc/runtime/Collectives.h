@@ -83,11 +83,7 @@ public:
   at::Tensor reduceScatterSum(const at::Tensor &full) {
     at::Tensor mine;
     startReduceScatterSum(full, mine)->wait();
-    if (mine.scalar_type() != full.scalar_type())
-      return mine.to(full.scalar_type());
-    // A view of the reduced buffer would keep all of it alive.
-    return mine.storage().nbytes() > size_t(mine.nbytes()) ? mine.clone()
-                                                           : mine;
+    return mine;
   }
   /// Starts the same reduce-scatter: once wait() has returned, `mine` holds
   /// this rank's dim-0 slice of the sum, and `full` is kept alive until
