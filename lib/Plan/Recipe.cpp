@@ -207,8 +207,10 @@ private:
   void missing(StringRef key);
   /// A scalar's text, or an error naming what `key` must be.
   std::optional<std::string> scalar(StringRef key, StringRef expected);
-  /// An integer of at least `minimum` (1: a positive integer, 0: a count).
-  void readPositive(StringRef key, int64_t &out, int64_t minimum = 1);
+  void readPositive(StringRef key, int64_t &out) { readAtLeast(key, out, 1); }
+  /// A non-negative integer (a depth, a count that may be zero).
+  void readCount(StringRef key, int64_t &out) { readAtLeast(key, out, 0); }
+  void readAtLeast(StringRef key, int64_t &out, int64_t minimum);
   /// Whether `value` is within the key's bound (RecipeKey::max); an error
   /// naming the key if not.
   bool checkMax(const Entry &entry, StringRef key, int64_t value);
@@ -373,8 +375,8 @@ void RecipeReader::readNonNegative(StringRef key, double &out) {
   out = value;
 }
 
-void RecipeReader::readPositive(StringRef key, int64_t &out,
-                                int64_t minimum) {
+void RecipeReader::readAtLeast(StringRef key, int64_t &out,
+                               int64_t minimum) {
   const Entry *entry = lookup(key);
   StringRef what = minimum > 0 ? "a positive integer" : "a non-negative integer";
   std::optional<std::string> text = scalar(key, what);
@@ -583,7 +585,7 @@ void RecipeReader::build(PlanRequest &request) {
   readPositive("parallel.pp_chunks", request.ppChunks);
   readPositive("parallel.microbatches", request.microbatches);
   readPositiveList("parallel.pp_split", request.ppSplit);
-  readPositive("parallel.fsdp_prefetch", request.fsdpPrefetch, 0);
+  readCount("parallel.fsdp_prefetch", request.fsdpPrefetch);
   std::string reshard = "true";
   readChoice("parallel.fsdp_reshard_after_forward", {"true", "false"},
              reshard);

@@ -226,7 +226,7 @@ private:
       unwaited[*path] = &op;
       return success();
     }
-    if (auto path = scatteredUnit(&op)) {
+    if (scatteredUnit(&op)) {
       // At most one FSDP reduce-scatter in flight (FSDP2): the next is
       // issued after the previous has landed.
       if (failed(requireScattersLanded(op, "issues another reduce-scatter")))
