@@ -16,8 +16,6 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::parc;
@@ -151,17 +149,16 @@ private:
     return newBuffer(tensor ? count : 0, /*width=*/0);
   }
 
-  /// A tensor a kernel allocates and saves that is no value of the IR (an
-  /// eager kernel's intermediates); `width` 0 is the activation dtype.
-  /// What a linear saves of its input `id`: under sequence parallelism a
+  /// What an op with a weight saves of its input `id`: under sequence parallelism a
   /// column-parallel linear all-gathers its sequence shard first and keeps
   /// the whole sequence (one gather for the linears sharing it, q/k/v or
   /// gate/up), as DTensor's and parc-run's sequence parallel do.
-  int sequenceGathered(LinearOp linear, int id) {
+  int sequenceGathered(Operation &op, int id) {
     if (tp.size <= 1 || !tp.sequenceParallel || tpSharded.contains(id))
       return id;
-    auto param = tables.lookupNearestSymbolFrom<ParamOp>(linear.getOperation(),
-                                                         linear.getWeight());
+    auto weight = op.getAttrOfType<SymbolRefAttr>("weight");
+    auto param =
+        weight ? tables.lookupNearestSymbolFrom<ParamOp>(&op, weight) : ParamOp();
     auto kind = param ? param->getAttrOfType<StringAttr>("parc.tp")
                       : StringAttr();
     if (!kind || kind.getValue() != "colwise")
@@ -172,6 +169,8 @@ private:
     return it->second;
   }
 
+  /// A tensor a kernel allocates and saves that is no value of the IR (an
+  /// eager kernel's intermediates); `width` 0 is the activation dtype.
   int newBuffer(int64_t elements, int64_t width) {
     result.elements.push_back(elements);
     result.widths.push_back(width);
@@ -191,120 +190,79 @@ private:
     // (eager attention's probabilities, ...): kept with the op when
     // selective remat does not recompute it, rebuilt with it when it does.
     llvm::DenseSet<int> saved;
-    bool recomputed = op.hasAttr("parc.recompute");
     int64_t statisticsBefore = result.statisticsBytes;
-    llvm::scope_exit account([&] {
-      result.saved.insert(saved.begin(), saved.end());
-      if (!recomputed) {
-        result.kept.insert(saved.begin(), saved.end());
-        return;
-      }
-      result.recomputedStatisticsBytes +=
-          result.statisticsBytes - statisticsBefore;
-      for (int id : operands)
-        if (!result.recomputedResults.contains(id))
-          result.kept.insert(id);
-      result.recomputedResults.insert(results.begin(), results.end());
-    });
-    int64_t rows = operands.empty()
-                       ? 0
-                       : result.elements[operands[0]] /
-                             std::max<int64_t>(1, lastDim(op.getOperand(0)));
-    llvm::TypeSwitch<Operation *>(&op)
-        .Case([&](LinearOp linear) {
-          saved.insert(sequenceGathered(linear, operands[0]));
-        })
-        .Case<MatmulOp, PatchEmbeddingOp>(
-            [&](auto) { saved.insert(operands[0]); })
-        .Case([&](AttentionOp attention) {
-          if (kernels.eagerAttention)
-            return saveEagerAttention(attention, operands, saved);
-          saved.insert(operands.begin(), operands.end());
-          saved.insert(results[0]);
-          // Flash attention keeps one fp32 logsumexp per query and head.
-          result.statisticsBytes += rows * attention.getNumHeads() * 4;
-        })
-        .Case([&](RmsNormOp norm) {
-          int64_t groupSize = getNormSize(norm, norm.getWeight());
-          result.statisticsBytes +=
-              rows * (lastDim(norm.getInput()) / groupSize) * 4;
-          if (!kernels.eagerNorm)
-            return (void)saved.insert(operands[0]);
-          // The composite x.float() * rsqrt(mean(x^2) + eps) * w keeps the
-          // fp32 input (for pow and the rstd product: the input itself in
-          // fp32), x^2 (mean's backward keeps its input in LibTorch 1.13)
-          // and x * rstd (for the weight gradient), all fp32.
-          int64_t size = result.elements[operands[0]];
-          if (elementBytes == 4)
-            saved.insert(operands[0]);
-          else
-            saved.insert(newBuffer(size, 4));
-          saved.insert(newBuffer(size, 4));
-          saved.insert(newBuffer(size, 4));
-        })
-        .Case([&](LayerNormOp norm) {
-          saved.insert(operands[0]);
-          int64_t groupSize = getNormSize(norm, norm.getWeight());
-          result.statisticsBytes +=
-              rows * (lastDim(norm.getInput()) / groupSize) * 4;
-        })
-        .Case([&](ActivationOp) { saved.insert(operands[0]); })
-        .Case([&](MulOp) { saved.insert(operands.begin(), operands.end()); })
-        .Case([&](SoftcapOp) {
-          result.softcaps += 1;
-          // Fused, the backward uses the output; eager tanh(x / c) * c
-          // keeps tanh's output, a tensor of the same size.
-          saved.insert(kernels.eagerLoss
-                           ? newBuffer(result.elements[results[0]], 0)
-                           : results[0]);
-        })
-        .Case([&](EmbeddingOp) {
-          // The int64 ids, in bytes of the compute dtype they stand beside.
-          result.statisticsBytes += result.elements[operands[0]] * 8;
-        })
-        .Case([&](CrossEntropyOp) {
-          result.logitsElements = result.elements[operands[0]];
-        });
+    if (auto autograd = dyn_cast<AutogradOpInterface>(op)) {
+      Recorder recorder(*this, op, operands, results, saved);
+      autograd.recordSaves(recorder);
+    }
+    result.saved.insert(saved.begin(), saved.end());
+    if (!op.hasAttr("parc.recompute")) {
+      result.kept.insert(saved.begin(), saved.end());
+      return;
+    }
+    result.recomputedStatisticsBytes +=
+        result.statisticsBytes - statisticsBefore;
+    for (int id : operands)
+      if (!result.recomputedResults.contains(id))
+        result.kept.insert(id);
+    result.recomputedResults.insert(results.begin(), results.end());
   }
 
-  /// Eager attention (q k^T, mask, softmax, p v in LibTorch) keeps, per
-  /// layer: q, K and V as contiguous [b, H, s, d] copies (the batched
-  /// matmul's reshape of the transposed heads, or repeat_interleave to every
-  /// query head under GQA), the softmax probabilities in fp32 (and their
-  /// compute-dtype copy for p v when that is narrower), the tanh of a
-  /// score softcap and the s x s boolean mask. Neither the operands nor the
-  /// output (a reshaped copy) are kept by attention itself: they stay only
-  /// where another op saves them (o_proj keeps the output as its input).
-  void saveEagerAttention(AttentionOp attention, ArrayRef<int> operands,
-                          llvm::DenseSet<int> &saved) {
-    int64_t headDim = std::max<int64_t>(1, attention.getHeadDim());
-    int64_t heads = attention.getNumHeads();
-    int64_t kvHeads = std::max<int64_t>(1, attention.getNumKvHeads());
-    int64_t query = result.elements[operands[0]];
-    saved.insert(newBuffer(query, 0));
-    for (int id : {operands[1], operands[2]})
-      saved.insert(newBuffer(result.elements[id] * heads / kvHeads, 0));
-    // [b, H, s, s]: one score per query row, head and key.
-    int64_t probabilities = query / headDim * tokens;
-    saved.insert(newBuffer(probabilities, 4));
-    if (elementBytes != 4)
-      saved.insert(newBuffer(probabilities, 0));
-    if (attention.getSoftcap().has_value())
-      saved.insert(newBuffer(probabilities, 0));
-    if (attention.getCausal() || attention.getSlidingWindow().has_value())
-      result.statisticsBytes += tokens * tokens;
-  }
+  /// Hands an op's saves to the trace: tensors by their number in the
+  /// trace (so that two ops saving one tensor count it once), this TP
+  /// rank's elements.
+  class Recorder : public SaveRecorder {
+  public:
+    Recorder(ForwardTracer &tracer, Operation &op, ArrayRef<int> operands,
+             ArrayRef<int> results, llvm::DenseSet<int> &saved)
+        : tracer(tracer), op(op), operands(operands), results(results),
+          saved(saved) {}
+
+    void saveOperand(unsigned i) override {
+      saved.insert(i == 0 ? tracer.sequenceGathered(op, operands[0])
+                          : operands[i]);
+    }
+    void saveResult(unsigned i) override { saved.insert(results[i]); }
+    void saveBuffer(int64_t elements, int64_t bytesPerElement) override {
+      saved.insert(tracer.newBuffer(elements, bytesPerElement));
+    }
+    void saveStatistics(int64_t bytes) override {
+      tracer.result.statisticsBytes += bytes;
+    }
+    void noteLossLogits(int64_t elements) override {
+      tracer.result.logitsElements = elements;
+    }
+    void noteSoftcap() override { tracer.result.softcaps += 1; }
+    int64_t getOperandElements(unsigned i) override {
+      return tracer.result.elements[operands[i]];
+    }
+    int64_t getResultElements(unsigned i) override {
+      return tracer.result.elements[results[i]];
+    }
+    int64_t getRows() override {
+      return operands.empty() ? 0
+                              : getOperandElements(0) /
+                                    std::max<int64_t>(
+                                        1, lastDim(op.getOperand(0)));
+    }
+    int64_t getTokens() override { return tracer.tokens; }
+    int64_t getActivationBytes() override { return tracer.elementBytes; }
+    const KernelProfile &getKernels() override { return tracer.kernels; }
+    ParamOp lookupParam(SymbolRefAttr ref) override {
+      return tracer.tables.lookupNearestSymbolFrom<ParamOp>(&op, ref);
+    }
+
+  private:
+    ForwardTracer &tracer;
+    Operation &op;
+    ArrayRef<int> operands, results;
+    llvm::DenseSet<int> &saved;
+  };
 
   static int64_t lastDim(Value value) {
     auto type = cast<RankedTensorType>(value.getType());
     int64_t extent = type.getShape().back();
     return ShapedType::isDynamic(extent) ? 1 : extent;
-  }
-
-  int64_t getNormSize(Operation *norm, SymbolRefAttr weight) {
-    auto param = tables.lookupNearestSymbolFrom<ParamOp>(norm, weight);
-    return param ? std::max<int64_t>(1, param.getTensorType().getDimSize(0))
-                 : 1;
   }
 
   int64_t batch, tokens;

@@ -26,7 +26,6 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -45,39 +44,6 @@ FlopCount &FlopCount::operator+=(const FlopCount &other) {
 }
 
 namespace {
-
-/// Forward FLOPs per output element of the elementwise ops: ignorable next
-/// to the matmuls, but counted.
-constexpr double kAddFlops = 1, kMulFlops = 1, kRmsNormFlops = 4,
-                 kLayerNormFlops = 7, kRopeFlops = 3, kSoftcapFlops = 3,
-                 kCrossEntropyFlops = 4, kPoolFlops = 1;
-
-double activationFlops(ActivationKind kind) {
-  switch (kind) {
-  case ActivationKind::Silu:
-    return 4; // exp, add, divide, multiply
-  case ActivationKind::GeluTanh:
-  case ActivationKind::Gelu:
-    return 8;
-  case ActivationKind::Relu:
-    return 1;
-  }
-  return 1;
-}
-
-/// (query, key) pairs one sequence of `queries` attends under the mask: a
-/// causal row i sees min(i + 1, window) keys; a bidirectional row
-/// min(keys, window).
-double attendedPairs(int64_t queries, int64_t keys, bool causal,
-                     std::optional<int64_t> window) {
-  if (!causal) {
-    double seen = window ? std::min(keys, *window) : keys;
-    return double(queries) * seen;
-  }
-  double s = double(queries);
-  double w = window ? std::min<double>(*window, s) : s;
-  return w * (w + 1) / 2 + (s - w) * w;
-}
 
 /// A tensor of the trace: its shape at the run's batch and sequence, and
 /// whether a gradient flows back into it.
@@ -180,83 +146,33 @@ private:
     SmallVector<Tensor> results;
     for (Value value : op.getResults())
       results.push_back(newTensor(value.getType(), outputGrad));
-    double out = results.empty() ? 0 : results.front().elements();
 
-    double forward = 0, backward = 0;
-    llvm::TypeSwitch<Operation *>(&op)
-        .Case<LinearOp, MatmulOp, PatchEmbeddingOp>([&](auto) {
-          // 2 x rows x in x out: each output element is an in-long dot
-          // product, and the weight holds in x out elements.
-          auto param = tables.lookupNearestSymbolFrom<ParamOp>(&op, weight);
-          double in =
-              param
-                  ? double(param.getNumElements()) /
-                        double(std::max<int64_t>(1, results.front().lastDim()))
-                  : 0;
-          double matmul = 2 * out * in;
-          result.matmulForward += matmul;
-          forward = matmul + (bias ? out : 0);
-          // Backward: the weight gradient (x^T dy) and the input gradient
-          // (dy W) are each a matmul of the forward's size.
-          backward = matmul * ((weightGrad ? 1 : 0) + (inputGrad ? 1 : 0)) +
-                     (biasGrad ? out : 0);
-        })
-        .Case([&](AttentionOp attention) {
-          const Tensor &query = operands[0], &key = operands[1];
-          int64_t queries =
-              query.shape.size() >= 2 ? query.shape[query.shape.size() - 2] : 1;
-          int64_t keys =
-              key.shape.size() >= 2 ? key.shape[key.shape.size() - 2] : 1;
-          double sequences =
-              query.elements() /
-              std::max<double>(1, double(query.lastDim()) * double(queries));
-          double pairs =
-              sequences * attendedPairs(queries, keys, attention.getCausal(),
-                                        attention.getSlidingWindow());
-          // q k^T and p v: 2 FLOPs per pair, head and head dim each.
-          forward = 4 * pairs * double(attention.getNumHeads()) *
-                    double(attention.getHeadDim());
-          result.attentionForward += forward;
-          // dv = p^T do, dp = do v^T, dq = ds k, dk = ds^T q.
-          backward = inputGrad ? 2 * forward : 0;
-        })
-        .Case([&](EmbeddingOp) {
-          // A gather: no arithmetic (the scale, where there is one, is an
-          // elementwise multiply).
-          forward = op.hasAttr("scale") ? out : 0;
-          backward = 0;
-        })
-        .Default([&](Operation *) {
-          double perElement =
-              llvm::TypeSwitch<Operation *, double>(&op)
-                  .Case([](AddOp) { return kAddFlops; })
-                  .Case([](MulOp) { return kMulFlops; })
-                  .Case([](ActivationOp activation) {
-                    return activationFlops(activation.getKind());
-                  })
-                  .Case([](RmsNormOp) { return kRmsNormFlops; })
-                  .Case([](LayerNormOp) { return kLayerNormFlops; })
-                  .Case([](RopeOp) { return kRopeFlops; })
-                  .Case([](SoftcapOp) { return kSoftcapFlops; })
-                  .Case([](PositionEmbeddingOp) { return kAddFlops; })
-                  .Default([](Operation *) { return 0.0; });
-          double elements = out;
-          if (isa<CrossEntropyOp>(op)) {
-            perElement = kCrossEntropyFlops;
-            elements = operands[0].elements();
-          } else if (isa<AvgPoolTokensOp>(op)) {
-            perElement = kPoolFlops;
-            elements = operands[0].elements();
-          }
-          forward = perElement * elements;
-          // By convention twice the forward, like the matmuls.
-          backward = outputGrad ? 2 * forward : 0;
-        });
-    result.forward += forward;
-    result.backward += backward;
+    OpFlops flops;
+    if (auto counted = dyn_cast<FlopsOpInterface>(op)) {
+      SmallVector<SmallVector<int64_t>> shapes;
+      for (const Tensor &operand : operands)
+        shapes.push_back(operand.shape);
+      FlopQuery query;
+      query.operandShapes = shapes;
+      query.resultShape = results.empty() ? ArrayRef<int64_t>()
+                                          : ArrayRef(results.front().shape);
+      if (auto param = weight ? tables.lookupNearestSymbolFrom<ParamOp>(
+                                    &op, weight)
+                              : ParamOp())
+        query.weightElements = param.getNumElements();
+      query.hasBias = bool(bias);
+      query.weightGrad = weightGrad;
+      query.biasGrad = biasGrad;
+      query.inputGrad = inputGrad;
+      flops = counted.getFlops(query);
+    }
+    result.forward += flops.forward;
+    result.backward += flops.backward;
+    result.matmulForward += flops.matmul;
+    result.attentionForward += flops.attention;
     if (remat == "full" ||
         (remat == "selective" && op.hasAttr("parc.recompute")))
-      result.recompute += forward;
+      result.recompute += flops.forward;
     return results;
   }
 

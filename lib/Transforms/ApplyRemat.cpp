@@ -60,8 +60,8 @@ bool stackInScope(StringRef stack, StringRef scope) {
 /// Ops whose outputs selective remat recomputes in backward instead of
 /// storing: cheap next to the matmuls and attention whose outputs it keeps.
 bool isCheapToRecompute(Operation *op) {
-  return isa<RmsNormOp, LayerNormOp, AddOp, MulOp, ActivationOp, RopeOp,
-             SoftcapOp>(op);
+  auto autograd = dyn_cast<AutogradOpInterface>(op);
+  return autograd && autograd.isCheapToRecompute();
 }
 
 void markSelective(NNModuleOp layer) {

@@ -4,6 +4,7 @@
 #define PARC_DIALECT_PARC_IR_PARCOPS_H
 
 #include "Parc/IR/ParcDialect.h"
+#include "Parc/IR/ParcInterfaces.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -9,6 +9,7 @@
 #define PARC_DIALECT_PARC_IR_PARCOPS_TD
 
 include "Parc/IR/ParcBase.td"
+include "Parc/IR/ParcInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -167,7 +168,9 @@ class Parc_ParamUserOp<string mnemonic, list<Trait> traits = []>
     : Parc_Op<mnemonic, !listconcat(traits, [
         Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>])>;
 
-def Parc_EmbeddingOp : Parc_ParamUserOp<"embedding"> {
+def Parc_EmbeddingOp : Parc_ParamUserOp<"embedding", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "Token embedding lookup";
   let description = [{
     Gathers rows of `weight` (vocab x hidden) for integer `ids`; `scale`
@@ -181,7 +184,9 @@ def Parc_EmbeddingOp : Parc_ParamUserOp<"embedding"> {
   }];
 }
 
-def Parc_LinearOp : Parc_ParamUserOp<"linear"> {
+def Parc_LinearOp : Parc_ParamUserOp<"linear", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "y = x W^T (+ b), as torch.nn.Linear";
   let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
                        OptionalAttr<SymbolRefAttr>:$bias);
@@ -192,7 +197,9 @@ def Parc_LinearOp : Parc_ParamUserOp<"linear"> {
   }];
 }
 
-def Parc_MatmulOp : Parc_ParamUserOp<"matmul"> {
+def Parc_MatmulOp : Parc_ParamUserOp<"matmul", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "y = x W with a raw (in x out) weight parameter";
   let description = [{
     A matrix product with a parameter stored input-major, as Gemma 3's
@@ -205,7 +212,9 @@ def Parc_MatmulOp : Parc_ParamUserOp<"matmul"> {
   }];
 }
 
-def Parc_PatchEmbeddingOp : Parc_ParamUserOp<"patch_embedding"> {
+def Parc_PatchEmbeddingOp : Parc_ParamUserOp<"patch_embedding", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "Non-overlapping patch projection (Conv2d with stride = kernel)";
   let arguments = (ins AnyRankedTensor:$pixels, SymbolRefAttr:$weight,
                        OptionalAttr<SymbolRefAttr>:$bias);
@@ -217,6 +226,8 @@ def Parc_PatchEmbeddingOp : Parc_ParamUserOp<"patch_embedding"> {
 }
 
 def Parc_PositionEmbeddingOp : Parc_ParamUserOp<"position_embedding", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Add a learned position table to a token sequence";
   let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight);
@@ -225,6 +236,10 @@ def Parc_PositionEmbeddingOp : Parc_ParamUserOp<"position_embedding", [
 }
 
 def Parc_RmsNormOp : Parc_ParamUserOp<"rms_norm", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
+        ["recordSaves", "isCheapToRecompute"]>,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "RMS normalisation over groups of the last dimension";
   let description = [{
@@ -239,6 +254,10 @@ def Parc_RmsNormOp : Parc_ParamUserOp<"rms_norm", [
 }
 
 def Parc_LayerNormOp : Parc_ParamUserOp<"layer_norm", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
+        ["recordSaves", "isCheapToRecompute"]>,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Layer normalisation over the last dimension";
   let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
@@ -249,7 +268,11 @@ def Parc_LayerNormOp : Parc_ParamUserOp<"layer_norm", [
   }];
 }
 
-def Parc_RopeOp : Parc_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Parc_RopeOp : Parc_Op<"rope", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["isCheapToRecompute"]>,
+    Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Rotary position embedding applied per head";
   let description = [{
     Rotates each `head_dim` slice of the last dimension by its position;
@@ -262,7 +285,10 @@ def Parc_RopeOp : Parc_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
-def Parc_AttentionOp : Parc_Op<"attention", [Pure]> {
+def Parc_AttentionOp : Parc_Op<"attention", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>,
+    Pure]> {
   let summary = "Scaled dot-product attention over heads";
   let description = [{
     softmax(q k^T * scale [softcapped]) v per head, with grouped-query sharing
@@ -284,14 +310,23 @@ def Parc_AttentionOp : Parc_Op<"attention", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Parc_AddOp : Parc_Op<"add", [Pure, SameOperandsAndResultType]> {
+def Parc_AddOp : Parc_Op<"add", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["isCheapToRecompute"]>,
+    Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise addition (residual connections)";
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def Parc_MulOp : Parc_Op<"mul", [Pure, SameOperandsAndResultType]> {
+def Parc_MulOp : Parc_Op<"mul", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
+        ["recordSaves", "isCheapToRecompute"]>,
+    Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise multiplication (gated MLPs)";
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
   let results = (outs AnyRankedTensor:$result);
@@ -299,6 +334,10 @@ def Parc_MulOp : Parc_Op<"mul", [Pure, SameOperandsAndResultType]> {
 }
 
 def Parc_ActivationOp : Parc_Op<"activation", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
+        ["recordSaves", "isCheapToRecompute"]>,
     Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Pointwise activation";
   let arguments = (ins Parc_ActivationKind:$kind, AnyRankedTensor:$input);
@@ -307,6 +346,10 @@ def Parc_ActivationOp : Parc_Op<"activation", [
 }
 
 def Parc_SoftcapOp : Parc_Op<"softcap", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
+        ["recordSaves", "isCheapToRecompute"]>,
     Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "cap * tanh(x / cap): Gemma's final logit softcap";
   let arguments = (ins AnyRankedTensor:$input, F64Attr:$cap);
@@ -315,7 +358,9 @@ def Parc_SoftcapOp : Parc_Op<"softcap", [
   let hasVerifier = 1;
 }
 
-def Parc_AvgPoolTokensOp : Parc_Op<"avg_pool_tokens", [Pure]> {
+def Parc_AvgPoolTokensOp : Parc_Op<"avg_pool_tokens", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
+    Pure]> {
   let summary = "Average-pool a square grid of tokens by kernel x kernel";
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$kernel);
   let results = (outs AnyRankedTensor:$result);
@@ -334,7 +379,10 @@ def Parc_MergeImageFeaturesOp : Parc_Op<"merge_image_features", [
   let hasVerifier = 1;
 }
 
-def Parc_CrossEntropyOp : Parc_Op<"cross_entropy", [Pure]> {
+def Parc_CrossEntropyOp : Parc_Op<"cross_entropy", [
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>,
+    Pure]> {
   let summary = "Mean next-token cross-entropy of logits against labels";
   let arguments = (ins AnyRankedTensor:$logits,
                        RankedTensorOf<[AnySignlessInteger]>:$labels);

@@ -9,6 +9,7 @@
 #ifndef PARC_ANALYSIS_HARDWAREPROFILE_H
 #define PARC_ANALYSIS_HARDWAREPROFILE_H
 
+#include "Parc/IR/ParcInterfaces.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
 
@@ -17,26 +18,9 @@
 
 namespace mlir::parc {
 
-/// The kernels the training backend runs for the ops whose autograd saves
-/// depend on the implementation. The memory model charges each op's saved
-/// tensors by these; the defaults are the fused GPU kernels.
-struct KernelProfile {
-  /// `parc.attention`: flash-style (keeps q, k, v, the output and an fp32
-  /// logsumexp) or eager (matmul, softmax, matmul: keeps the b x H x s x s
-  /// probabilities, K and V expanded to every query head, a contiguous copy
-  /// of q, the mask). Key `attention_kernel`: "flash" | "eager".
-  bool eagerAttention = false;
-  /// `parc.rms_norm`: fused (keeps its input and an fp32 rstd) or eager
-  /// composite (x.float(), x^2 for the mean, x * rstd for the weight, rstd).
-  /// Key `norm_kernel`: "fused" | "eager".
-  bool eagerNorm = false;
-  /// The logit softcap and cross-entropy: fused (the loss path as a fused
-  /// kernel sees it) or eager (tanh(x / c) * c keeping the tanh, and
-  /// log_softmax + nll_loss whose backward holds two fp32 logit gradients).
-  /// Key `loss_kernel`: "fused" | "eager".
-  bool eagerLoss = false;
-};
-
+/// The kernels the training backend runs are KernelProfile
+/// (Parc/IR/ParcInterfaces.h): the ops' autograd interface says what each
+/// saves under them.
 struct HardwareProfile {
   std::string name;        // "h100-80gb"
   std::string description; // "NVIDIA H100 SXM5 80 GB"
