@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Transforms/Passes.h"
@@ -65,10 +66,17 @@ ParamOp lookupParam(Operation *user, SymbolRefAttr ref) {
   return SymbolTable::lookupNearestSymbolFrom<ParamOp>(user, ref);
 }
 
-/// The forward ops of a module with every parc.call inlined (except calls of
-/// the modules in `opaque`): values are canonicalised across call boundaries
-/// so that a callee's argument is the caller's operand.
-struct FlatGraph {
+/// The forward ops of a module with every parc.call inlined (except calls
+/// of layers, for the root's graph): values are canonicalised across call
+/// boundaries so that a callee's argument is the caller's operand.
+struct FlatGraph : ForwardWalker<FlatGraph, Value> {
+  explicit FlatGraph(func::FuncOp forward, bool stopAtLayers)
+      : ForwardWalker(stopAtLayers) {
+    SmallVector<Value> args(forward.getArguments().begin(),
+                            forward.getArguments().end());
+    walk(forward, args);
+  }
+
   SmallVector<Operation *> ops;
   llvm::DenseMap<Value, Value> alias;
   llvm::DenseMap<Value, SmallVector<Operation *>> users;
@@ -83,37 +91,18 @@ struct FlatGraph {
     return it == users.end() ? ArrayRef<Operation *>() : it->second;
   }
 
-  void flatten(func::FuncOp fn, ArrayRef<Value> args,
-               SmallVectorImpl<Value> &results,
-               const llvm::DenseSet<Operation *> &opaque, int depth = 0) {
-    for (auto [arg, value] : llvm::zip(fn.getArguments(), args))
-      alias[arg] = canon(value);
-    for (Operation &op : fn.getBody().front()) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        for (Value v : ret.getOperands())
-          results.push_back(canon(v));
-        continue;
-      }
-      auto call = dyn_cast<CallOp>(op);
-      NNModuleOp callee =
-          call ? dyn_cast_or_null<NNModuleOp>(SymbolTable::lookupSymbolIn(
-                     fn->getParentOp(), call.getCallee()))
-               : NNModuleOp();
-      if (callee && !opaque.contains(callee) && callee.getForward() &&
-          depth < 64) {
-        SmallVector<Value> operands, calleeResults;
-        for (Value v : call.getArgs())
-          operands.push_back(canon(v));
-        flatten(callee.getForward(), operands, calleeResults, opaque,
-                depth + 1);
-        for (auto [result, value] : llvm::zip(call.getResults(), calleeResults))
-          alias[result] = value;
-        continue;
-      }
-      ops.push_back(&op);
-      for (Value v : op.getOperands())
-        users[canon(v)].push_back(&op);
+  SmallVector<Value> visitOp(Operation &op, ArrayRef<Value> operands) {
+    ops.push_back(&op);
+    for (auto [value, canonical] : llvm::zip(op.getOperands(), operands)) {
+      if (value != canonical)
+        alias[value] = canonical;
+      users[canonical].push_back(&op);
     }
+    return SmallVector<Value>(op.getResults().begin(), op.getResults().end());
+  }
+  SmallVector<Value> visitOpaqueCall(CallOp call, NNModuleOp,
+                                     ArrayRef<Value> operands) {
+    return visitOp(*call, operands);
   }
 };
 
@@ -226,11 +215,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     func::FuncOp forward = layer.getForward();
     if (!forward)
       return success();
-    FlatGraph g;
-    SmallVector<Value> args(forward.getArguments().begin(),
-                            forward.getArguments().end()),
-        results;
-    g.flatten(forward, args, results, {});
+    FlatGraph g(forward, /*stopAtLayers=*/false);
 
     auto layerType = layer->getAttrOfType<StringAttr>("layer_type");
     bool full = layerType && layerType.getValue() == "full_attention";
@@ -420,18 +405,12 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
 
   /// Embeddings and the logits linear of the root (everything outside the
   /// layers), and the final norm under sequence parallel.
-  void planRoot(ModelOp model, ArrayRef<NNModuleOp> layers, int64_t &vocabSize,
-                int64_t &paddedVocab) {
+  void planRoot(ModelOp model, int64_t &vocabSize, int64_t &paddedVocab) {
     auto forward = dyn_cast_or_null<func::FuncOp>(
         SymbolTable::lookupSymbolIn(model, "forward"));
     if (!forward)
       return;
-    llvm::DenseSet<Operation *> opaque(layers.begin(), layers.end());
-    FlatGraph g;
-    SmallVector<Value> args(forward.getArguments().begin(),
-                            forward.getArguments().end()),
-        results;
-    g.flatten(forward, args, results, opaque);
+    FlatGraph g(forward, /*stopAtLayers=*/true);
     auto markVocab = [&](Operation *user, SymbolRefAttr ref) {
       if (ParamOp param = ref ? lookupParam(user, ref) : ParamOp()) {
         int64_t dim0 = param.getTensorType().getDimSize(0);
@@ -567,9 +546,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       return failure();
     }
 
-    SmallVector<NNModuleOp> layers = getLayersInExecutionOrder(model);
     int64_t vocabSize = 0, paddedVocab = 0;
-    planRoot(model, layers, vocabSize, paddedVocab);
+    planRoot(model, vocabSize, paddedVocab);
 
     // Parameter plans from the ops that use them.
     model.walk([&](Operation *op) {

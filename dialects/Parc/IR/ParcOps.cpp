@@ -271,6 +271,29 @@ LogicalResult TieOp::verifySymbolUses(SymbolTableCollection &tables) {
   return success();
 }
 
+CallInterfaceCallable CallOp::getCallableForCallee() { return getCalleeAttr(); }
+
+void CallOp::setCalleeFromCallable(CallInterfaceCallable callee) {
+  setCalleeAttr(cast<SymbolRefAttr>(callee));
+}
+
+Operation::operand_range CallOp::getArgOperands() { return getArgs(); }
+
+MutableOperandRange CallOp::getArgOperandsMutable() {
+  return getArgsMutable();
+}
+
+/// The callee names a module; what runs is that module's forward.
+Operation *CallOp::resolveCallableInTable(SymbolTableCollection *tables) {
+  auto callee =
+      tables ? tables->lookupNearestSymbolFrom<NNModuleOp>(*this, getCallee())
+             : SymbolTable::lookupNearestSymbolFrom<NNModuleOp>(*this,
+                                                                getCallee());
+  return callee ? callee.getForward() : nullptr;
+}
+
+Operation *CallOp::resolveCallable() { return resolveCallableInTable(nullptr); }
+
 LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &tables) {
   auto callee = tables.lookupNearestSymbolFrom<NNModuleOp>(*this, getCallee());
   if (!callee)

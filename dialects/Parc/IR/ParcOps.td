@@ -151,14 +151,27 @@ def Parc_TieOp : Parc_Op<"tie", [
 //===----------------------------------------------------------------------===//
 
 def Parc_CallOp : Parc_Op<"call", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<CallOpInterface,
+        ["resolveCallable", "resolveCallableInTable"]>]> {
   let summary = "Run a descendant module's forward";
   let description = [{
     Calls the `@forward` of the module named by `callee`, a nested reference
-    relative to the module that holds this op (`@layers::@"3"`).
+    relative to the module that holds this op (`@layers::@"3"`). The
+    callable it resolves to (CallOpInterface) is that module's
+    `func.func @forward`, so MLIR's call-graph utilities and parc's forward
+    walker follow it.
   }];
-  let arguments = (ins SymbolRefAttr:$callee, Variadic<AnyType>:$args);
+  let arguments = (ins SymbolRefAttr:$callee, Variadic<AnyType>:$args,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
   let results = (outs Variadic<AnyType>:$results);
+  let builders = [OpBuilder<(ins "::mlir::TypeRange":$results,
+                                 "::mlir::SymbolRefAttr":$callee,
+                                 "::mlir::ValueRange":$args), [{
+    build($_builder, $_state, results, callee, args, /*arg_attrs=*/nullptr,
+          /*res_attrs=*/nullptr);
+  }]>];
   let assemblyFormat = [{
     $callee `(` $args `)` attr-dict `:` functional-type($args, $results)
   }];

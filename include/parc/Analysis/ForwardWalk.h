@@ -1,10 +1,12 @@
 //===- ForwardWalk.h - walk a forward with calls inlined --------*- C++ -*-===//
 //
-// The memory replay and the cost model both read a layer's forward as one
-// straight line of primitive ops: parc.call into a descendant's @forward is
-// followed, so that a tensor passed down keeps its identity (the norm output
-// that q, k and v all read is one tensor). This walker owns that inlining;
-// each analysis says only what a tensor is and what an op does to it.
+// The activation trace, the cost model, the TP collectives of the lowering
+// and apply-tp's op graph all read a layer's forward as one straight line of
+// primitive ops: a parc.call is followed into the callable it resolves to
+// (CallOpInterface: the callee module's @forward), so that a tensor passed
+// down keeps its identity (the norm output that q, k and v all read is one
+// tensor). This walker owns that inlining; each user says only what a
+// tensor is and what an op does to it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,9 +67,11 @@ private:
   Derived &derived() { return static_cast<Derived &>(*this); }
 
   SmallVector<TensorT> walkCall(CallOp call, ArrayRef<TensorT> operands) {
-    auto callee =
-        tables.lookupNearestSymbolFrom<NNModuleOp>(call, call.getCallee());
-    func::FuncOp forward = callee ? callee.getForward() : nullptr;
+    auto forward =
+        dyn_cast_or_null<func::FuncOp>(call.resolveCallableInTable(&tables));
+    auto callee = forward ? forward->getParentOfType<NNModuleOp>()
+                          : tables.lookupNearestSymbolFrom<NNModuleOp>(
+                                call, call.getCallee());
     if (!forward || (stopAtLayers && getLayerTag(callee)))
       return derived().visitOpaqueCall(call, callee, operands);
     return walk(forward, operands);
