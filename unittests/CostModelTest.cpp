@@ -236,7 +236,8 @@ parc.model @m class "M" {
 }
 
 FlopCount layerFlops(ModuleOp module, int64_t batch, int64_t seq,
-                     bool inputGrad = true, StringRef remat = "none") {
+                     bool inputGrad = true,
+                     RematKind remat = RematKind::None) {
   ModelOp model = *module.getOps<ModelOp>().begin();
   auto layer = cast<NNModuleOp>(SymbolTable::lookupSymbolIn(model, "layer"));
   return countLayerFlops(layer, remat, batch, seq, inputGrad);
@@ -274,7 +275,7 @@ TEST(CostModelAttention, CausalAndSlidingWindowPairs) {
   EXPECT_DOUBLE_EQ(layerFlops(*window, 2, 16, /*inputGrad=*/false).backward,
                    linear + 2 * flops.attentionForward);
   // Full remat reruns the whole forward.
-  EXPECT_DOUBLE_EQ(layerFlops(*window, 2, 16, true, "full").recompute,
+  EXPECT_DOUBLE_EQ(layerFlops(*window, 2, 16, true, RematKind::Full).recompute,
                    flops.forward);
 }
 

@@ -109,7 +109,7 @@ protected:
 
 TEST_F(GptLayerTest, NoRematMatchesKorthikantiLessAttentionMatrixAndDropout) {
   LayerActivationBytes bytes =
-      estimateLayerActivations(layer, "none", kBatch, kSeq, /*elementBytes=*/2);
+      estimateLayerActivations(layer, RematKind::None, kBatch, kSeq, /*elementBytes=*/2);
   double closedForm = sbh * (34.0 + 5.0 * kHeads * kSeq / kHidden);
   double attentionMatrix = sbh * 5.0 * kHeads * kSeq / kHidden;
   double dropoutMasks = 2.0 * sbh;
@@ -126,7 +126,7 @@ TEST_F(GptLayerTest, NoRematMatchesKorthikantiLessAttentionMatrixAndDropout) {
 
 TEST_F(GptLayerTest, FullRematKeepsOnlyTheLayerInput) {
   LayerActivationBytes bytes =
-      estimateLayerActivations(layer, "full", kBatch, kSeq, 2);
+      estimateLayerActivations(layer, RematKind::Full, kBatch, kSeq, 2);
   EXPECT_EQ(bytes.saved, 2 * sbh);
   // Backward rebuilds everything the layer would have saved.
   EXPECT_EQ(bytes.recomputed, 32 * sbh + statistics);
@@ -139,7 +139,7 @@ TEST_F(GptLayerTest, SelectiveKeepsWhatCheckpointedGroupsAndKeptOpsNeed) {
       op->setAttr("parc.recompute", UnitAttr::get(&context));
   });
   LayerActivationBytes bytes =
-      estimateLayerActivations(layer, "selective", kBatch, kSeq, 2);
+      estimateLayerActivations(layer, RematKind::Selective, kBatch, kSeq, 2);
   // The recomputed ops run as checkpointed groups ({ln_1}, {add, ln_2,
   // add}, {gelu}), each keeping its inputs; the ops not recomputed keep
   // what their backward needs. Kept: x, ln_1 out (q/k/v's input), q, k, v,

@@ -117,14 +117,13 @@ private:
     if (auto linear = dyn_cast<LinearOp>(op)) {
       auto param =
           tables.lookupNearestSymbolFrom<ParamOp>(&op, linear.getWeight());
-      auto kind = param ? param->getAttrOfType<StringAttr>("parc.tp")
-                        : StringAttr();
-      StringRef plan = kind ? kind.getValue() : "replicated";
-      if (plan == "colwise")
+      TpRole plan = param ? getTpRole(param).value_or(TpRole::Replicated)
+                          : TpRole::Replicated;
+      if (plan == TpRole::Colwise)
         sharded = true;
-      else if (plan == "rowwise")
+      else if (plan == TpRole::Rowwise)
         sharded = false;
-      else if (plan == "vocab") {
+      else if (plan == TpRole::Vocab) {
         sharded = tp.lossParallel;
         logits = true;
       }
@@ -159,9 +158,7 @@ private:
     auto weight = op.getAttrOfType<SymbolRefAttr>("weight");
     auto param =
         weight ? tables.lookupNearestSymbolFrom<ParamOp>(&op, weight) : ParamOp();
-    auto kind = param ? param->getAttrOfType<StringAttr>("parc.tp")
-                      : StringAttr();
-    if (!kind || kind.getValue() != "colwise")
+    if (!param || getTpRole(param) != TpRole::Colwise)
       return id;
     auto [it, inserted] = gatheredInputs.try_emplace(id, -1);
     if (inserted)
@@ -280,7 +277,7 @@ struct LayerActivations {
   int64_t saved = 0, recomputed = 0, working = 0;
 };
 
-LayerActivations activationsOf(const ForwardTrace &trace, StringRef remat,
+LayerActivations activationsOf(const ForwardTrace &trace, RematKind remat,
                                int64_t elementBytes) {
   const llvm::DenseSet<int> &all = trace.saved;
   LayerActivations result;
@@ -288,10 +285,10 @@ LayerActivations activationsOf(const ForwardTrace &trace, StringRef remat,
   int64_t everything = trace.bytes(all, elementBytes) + trace.statisticsBytes;
   int64_t input =
       trace.input >= 0 ? trace.elements[trace.input] * elementBytes : 0;
-  if (remat == "full") {
+  if (remat == RematKind::Full) {
     result.saved = input;
     result.recomputed = everything;
-  } else if (remat == "selective") {
+  } else if (remat == RematKind::Selective) {
     // Op-level checkpointing stores the layer input, what the ops it does
     // not recompute save for their backward and what each recomputed group
     // reads from outside it; backward rebuilds every other saved tensor.
@@ -314,7 +311,7 @@ LayerActivations activationsOf(const ForwardTrace &trace, StringRef remat,
 } // namespace
 
 LayerActivationBytes mlir::parc::estimateLayerActivations(
-    NNModuleOp layer, StringRef remat, int64_t batch, int64_t tokens,
+    NNModuleOp layer, RematKind remat, int64_t batch, int64_t tokens,
     int64_t elementBytes, TpPlan tp, KernelProfile kernels) {
   ForwardTrace trace =
       ForwardTracer(batch, tokens, /*stopAtLayers=*/false, tp, kernels,
@@ -336,7 +333,7 @@ LossBytes mlir::parc::getLossBytes(ModelOp model, int64_t batch, int64_t seq, Tp
   // the root's other saved tensors (the final norm's input, lm_head's) are
   // held where the loss is, on the last stage.
   int64_t logits = loss.logits = rootTrace.logitsElements;
-  loss.rootSaved = activationsOf(rootTrace, "none", computeBytes).saved -
+  loss.rootSaved = activationsOf(rootTrace, RematKind::None, computeBytes).saved -
                    rootTrace.softcaps * logits * computeBytes;
   // Logits, softcap output and the fp32 log-softmax the loss keeps.
   loss.kept = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);

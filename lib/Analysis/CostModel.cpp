@@ -61,7 +61,7 @@ struct Tensor {
 
 class FlopTracer : public ForwardWalker<FlopTracer, Tensor> {
 public:
-  FlopTracer(int64_t batch, int64_t tokens, bool stopAtLayers, StringRef remat)
+  FlopTracer(int64_t batch, int64_t tokens, bool stopAtLayers, RematKind remat)
       : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens),
         remat(remat) {}
 
@@ -170,21 +170,21 @@ private:
     result.backward += flops.backward;
     result.matmulForward += flops.matmul;
     result.attentionForward += flops.attention;
-    if (remat == "full" ||
-        (remat == "selective" && op.hasAttr("parc.recompute")))
+    if (remat == RematKind::Full ||
+        (remat == RematKind::Selective && op.hasAttr("parc.recompute")))
       result.recompute += flops.forward;
     return results;
   }
 
   int64_t batch, tokens;
-  StringRef remat;
+  RematKind remat;
   llvm::DenseMap<Operation *, bool> trainableModules;
   FlopCount result;
 };
 
 } // namespace
 
-FlopCount mlir::parc::countLayerFlops(NNModuleOp layer, StringRef remat,
+FlopCount mlir::parc::countLayerFlops(NNModuleOp layer, RematKind remat,
                                       int64_t batch, int64_t tokens,
                                       bool inputRequiresGrad) {
   return FlopTracer(batch, tokens, /*stopAtLayers=*/false, remat)
@@ -198,7 +198,7 @@ RootFlops mlir::parc::countRootFlops(ModelOp model, int64_t batch,
       dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward"));
   if (!forward)
     return flops;
-  FlopTracer tracer(batch, tokens, /*stopAtLayers=*/true, "none");
+  FlopTracer tracer(batch, tokens, /*stopAtLayers=*/true, RematKind::None);
   FlopCount total = tracer.trace(forward, /*argsRequireGrad=*/false);
   flops.head = tracer.beforeLastLayer;
   flops.tail.forward = total.forward - flops.head.forward;
@@ -277,7 +277,7 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   // which also tells whether each layer's input needs a gradient, then
   // every layer at its stack's tokens under its remat decision. Under TP a
   // rank does 1/tp of them (the replicated norms are counted as split too).
-  FlopTracer rootTracer(batch, seq, /*stopAtLayers=*/true, "none");
+  FlopTracer rootTracer(batch, seq, /*stopAtLayers=*/true, RematKind::None);
   FlopCount rootFlops = rootTracer.trace(
       cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward")),
       /*argsRequireGrad=*/false);
@@ -306,10 +306,9 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   StepPricing pricing;
   for (auto &stageUnits : sizes->layers)
     for (const FsdpUnitSize &unit : stageUnits) {
-      auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
       auto inputGrad = rootTracer.layerInputGrad.find(unit.layer);
       FlopCount flops = countLayerFlops(
-          unit.layer, remat ? remat.getValue() : "none", batch,
+          unit.layer, getRemat(unit.layer).value_or(RematKind::None), batch,
           tokensOf(unit.layer),
           inputGrad == rootTracer.layerInputGrad.end() || inputGrad->second);
       modelMicro += flops;

@@ -22,17 +22,16 @@ TpPlan mlir::parc::getTpPlan(ModelOp model) {
 SmallVector<int64_t> mlir::parc::getTpLocalShape(ParamOp param,
                                                  int64_t tpSize) {
   SmallVector<int64_t> shape(param.getTensorType().getShape());
-  auto plan = param->getAttrOfType<StringAttr>(kTpParamAttrName);
-  if (tpSize <= 1 || !plan || shape.empty())
+  std::optional<TpRole> role = getTpRole(param);
+  if (tpSize <= 1 || !role || shape.empty())
     return shape;
-  StringRef kind = plan.getValue();
-  if (kind == "vocab") {
+  if (*role == TpRole::Vocab) {
     if (auto padded = param->getAttrOfType<IntegerAttr>(kTpPaddedDim0AttrName))
       shape[0] = padded.getInt();
     shape[0] /= tpSize;
-  } else if (kind == "colwise") {
+  } else if (*role == TpRole::Colwise) {
     shape[0] /= tpSize;
-  } else if (kind == "rowwise" && shape.size() > 1) {
+  } else if (*role == TpRole::Rowwise && shape.size() > 1) {
     shape[1] /= tpSize;
   }
   return shape;

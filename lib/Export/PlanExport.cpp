@@ -142,14 +142,14 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
     if (!module)
       return;
     auto tag = getLayerTag(module);
-    auto remat = module->getAttrOfType<StringAttr>("parc.remat");
+    std::optional<RematKind> remat = getRemat(module);
     auto stage = module->getAttrOfType<IntegerAttr>(kPpStageAttrName);
     auto chunk = module->getAttrOfType<IntegerAttr>(kPpChunkAttrName);
     modules.push_back(schema::CreateModuleDirect(
         fbb, getDottedPath(module).c_str(), module.getClassName().str().c_str(),
         static_cast<schema::ModuleKind>(module.getKind()),
         tag ? tag->first.str().c_str() : nullptr, tag ? tag->second : -1,
-        remat ? remat.getValue().str().c_str() : nullptr,
+        remat ? stringifyRematKind(*remat).str().c_str() : nullptr,
         stage ? stage.getInt() : 0, chunk ? chunk.getInt() : 0));
   });
 
@@ -175,13 +175,13 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
     std::string how = init.lookup(param);
     if (auto given = param->getAttrOfType<StringAttr>("parc.init"))
       how = given.getValue().str();
-    auto tp = param->getAttrOfType<StringAttr>(kTpParamAttrName);
+    std::optional<TpRole> tp = getTpRole(param);
     auto padded = param->getAttrOfType<IntegerAttr>(kTpPaddedDim0AttrName);
     params.push_back(schema::CreateParamDirect(
         fbb, getDottedPath(param).c_str(), &shape,
         succeeded(dtype) ? *dtype : schema::DType::F32,
         how.empty() ? "normal(0.02)" : how.c_str(), isFrozen(param),
-        tp ? tp.getValue().str().c_str() : nullptr,
+        tp ? stringifyTpRole(*tp).str().c_str() : nullptr,
         padded ? padded.getInt() : 0, placement.getStage(param)));
   });
   if (failedDtype)
@@ -393,8 +393,16 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
         module->setAttr(kLayerIndexAttrName,
                         b.getI64IntegerAttr(entry->layer_index()));
       }
-      if (entry->remat())
-        module->setAttr("parc.remat", b.getStringAttr(str(entry->remat())));
+      if (entry->remat()) {
+        std::optional<RematKind> remat = symbolizeRematKind(str(entry->remat()));
+        if (!remat) {
+          emitError(fileLoc) << "plan.bin module '" << path
+                             << "' has remat '" << str(entry->remat())
+                             << "', not none, selective or full";
+          return nullptr;
+        }
+        module->setAttr(kRematAttrName, RematKindAttr::get(b.getContext(), *remat));
+      }
       if (entry->stack() && isPipelined) {
         module->setAttr(kPpStageAttrName,
                         b.getI64IntegerAttr(entry->pp_stage()));
@@ -431,8 +439,17 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
       param->setAttr("parc.init", b.getStringAttr(str(entry->init())));
       if (entry->frozen())
         param->setAttr("parc.frozen", b.getUnitAttr());
-      if (entry->tp() && entry->tp()->size())
-        param->setAttr(kTpParamAttrName, b.getStringAttr(str(entry->tp())));
+      if (entry->tp() && entry->tp()->size()) {
+        std::optional<TpRole> role = symbolizeTpRole(str(entry->tp()));
+        if (!role) {
+          emitError(fileLoc) << "plan.bin parameter '" << path
+                             << "' has TP role '" << str(entry->tp())
+                             << "', not colwise, rowwise, vocab, replicated "
+                                "or sequence";
+          return nullptr;
+        }
+        param->setAttr(kTpParamAttrName, TpRoleAttr::get(b.getContext(), *role));
+      }
       if (entry->tp_padded_dim0())
         param->setAttr(kTpPaddedDim0AttrName,
                        b.getI64IntegerAttr(entry->tp_padded_dim0()));

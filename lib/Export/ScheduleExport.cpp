@@ -185,7 +185,7 @@ private:
           fields.module = step.getModule();
           fields.microBatch = step.getMicroBatch();
           fields.chunk = step.getChunk();
-          fields.remat = step.getRemat();
+          fields.remat = stringifyRematKind(step.getRemat());
           fields.bytes = step.getBytes();
           return success();
         })
@@ -458,13 +458,18 @@ private:
                                chunkAttr(step), *peak);
       return success();
     }
-    case Kind::Recompute:
+    case Kind::Recompute: {
+      std::optional<RematKind> remat = symbolizeRematKind(str(step.remat()));
+      if (!remat)
+        return error(index) << "has remat '" << str(step.remat())
+                            << "', not selective or full";
       RecomputeStepOp::create(b, loc, b.getStringAttr(str(step.path())),
                               b.getI64IntegerAttr(step.micro_batch()),
                               chunkAttr(step),
-                              b.getStringAttr(str(step.remat())),
+                              RematKindAttr::get(b.getContext(), *remat),
                               b.getI64IntegerAttr(step.bytes()));
       return success();
+    }
     case Kind::Save: {
       FailureOr<RankedTensorType> type = resultType(step, index);
       if (failed(type))

@@ -220,9 +220,8 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
 
     // Costs: forward + backward + recompute FLOPs of one micro-batch.
     auto layerCost = [&](NNModuleOp layer, int64_t tokens) {
-      auto remat = layer->getAttrOfType<StringAttr>("parc.remat");
-      return countLayerFlops(layer, remat ? remat.getValue() : "none", mbs,
-                             tokens)
+      return countLayerFlops(layer, getRemat(layer).value_or(RematKind::None),
+                             mbs, tokens)
           .total();
     };
     SmallVector<double> costs;

@@ -114,9 +114,10 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
                        (int64_t(index) + 1) % policy->every == 0);
         if (policy->mode == RematMode::EveryN && !isFull)
           continue;
-        layer->setAttr(
-            "parc.remat",
-            StringAttr::get(model.getContext(), isFull ? "full" : "selective"));
+        layer->setAttr(kRematAttrName,
+                       RematKindAttr::get(model.getContext(),
+                                          isFull ? RematKind::Full
+                                                 : RematKind::Selective));
         if (!isFull)
           markSelective(layer);
         ++wrappedHere;

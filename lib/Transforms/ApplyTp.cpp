@@ -134,7 +134,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
   llvm::SetVector<Operation *> colwise, rowwise, vocab;
   llvm::DenseSet<Operation *> projectionNorms, sequenceNorms;
   llvm::DenseMap<Operation *, SmallVector<Attribute>> collectives;
-  llvm::DenseMap<Operation *, std::string> planOf;
+  llvm::DenseMap<Operation *, TpRole> planOf;
   llvm::DenseMap<Operation *, int64_t> paddedOf;
   llvm::StringSet<> mixedTypes;
 
@@ -414,7 +414,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     auto markVocab = [&](Operation *user, SymbolRefAttr ref) {
       if (ParamOp param = ref ? lookupParam(user, ref) : ParamOp()) {
         int64_t dim0 = param.getTensorType().getDimSize(0);
-        planOf[param] = "vocab";
+        planOf[param] = TpRole::Vocab;
         paddedOf[param] = roundUp(dim0, n);
         vocabSize = std::max(vocabSize, dim0);
         paddedVocab = std::max(paddedVocab, roundUp(dim0, n));
@@ -551,21 +551,22 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
 
     // Parameter plans from the ops that use them.
     model.walk([&](Operation *op) {
-      auto assign = [&](SymbolRefAttr ref, StringRef plan) {
+      auto assign = [&](SymbolRefAttr ref, TpRole plan) {
         if (ParamOp param = ref ? lookupParam(op, ref) : ParamOp())
-          if (!planOf.count(param))
-            planOf[param] = plan.str();
+          planOf.try_emplace(param, plan);
       };
       if (auto linear = dyn_cast<LinearOp>(op)) {
-        StringRef plan = colwise.contains(op)   ? "colwise"
-                         : rowwise.contains(op) ? "rowwise"
-                                                : "replicated";
+        TpRole plan = colwise.contains(op)   ? TpRole::Colwise
+                      : rowwise.contains(op) ? TpRole::Rowwise
+                                             : TpRole::Replicated;
         assign(linear.getWeight(), plan);
         // A column-parallel bias is split with the output; a row-parallel
         // bias is added once after the reduction.
-        assign(linear.getBiasAttr(), plan == "colwise" ? plan : "replicated");
+        assign(linear.getBiasAttr(),
+               plan == TpRole::Colwise ? plan : TpRole::Replicated);
       } else if (isa<RmsNormOp, LayerNormOp>(op)) {
-        StringRef plan = sequenceNorms.contains(op) ? "sequence" : "replicated";
+        TpRole plan = sequenceNorms.contains(op) ? TpRole::Sequence
+                                                 : TpRole::Replicated;
         if (auto norm = dyn_cast<RmsNormOp>(op))
           assign(norm.getWeight(), plan);
         if (auto norm = dyn_cast<LayerNormOp>(op)) {
@@ -576,20 +577,22 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     });
     // A tie group is one tensor: its members must agree.
     for (TieOp tie : model.getBody()->getOps<TieOp>()) {
-      std::optional<std::string> first;
+      std::optional<TpRole> first;
       ParamOp firstParam;
       for (auto ref : tie.getParams().getAsRange<SymbolRefAttr>()) {
         auto param = cast<ParamOp>(SymbolTable::lookupSymbolIn(model, ref));
-        std::string plan =
-            planOf.count(param) ? planOf[param] : std::string("replicated");
+        TpRole plan = planOf.lookup_or(param, TpRole::Replicated);
         if (first && *first != plan) {
           InFlightDiagnostic diag =
               tie.emitError() << "apply-tp: tied parameter "
-                              << getDottedPath(param) << " would be " << plan
-                              << " but its tie group is " << *first;
+                              << getDottedPath(param) << " would be "
+                              << stringifyTpRole(plan)
+                              << " but its tie group is "
+                              << stringifyTpRole(*first);
           diag.attachNote(param.getLoc()) << getDottedPath(param);
           diag.attachNote(firstParam.getLoc())
-              << getDottedPath(firstParam) << " is " << *first;
+              << getDottedPath(firstParam) << " is "
+              << stringifyTpRole(*first);
           return diag;
         }
         first = plan;
@@ -606,10 +609,9 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     model->setAttr(kSequenceAttr, b.getBoolAttr(sequenceParallel));
     model->setAttr(kLossAttr, b.getBoolAttr(lossParallel));
     model.walk([&](ParamOp param) {
-      auto plan = planOf.find(param);
-      param->setAttr(
-          kPlanAttr,
-          b.getStringAttr(plan == planOf.end() ? "replicated" : plan->second));
+      param->setAttr(kPlanAttr,
+                     TpRoleAttr::get(b.getContext(),
+                                     planOf.lookup_or(param, TpRole::Replicated)));
       auto padded = paddedOf.find(param);
       if (padded != paddedOf.end())
         param->setAttr(kPaddedAttr, b.getI64IntegerAttr(padded->second));

@@ -494,13 +494,13 @@ private:
            behind <= unit.part->prefetch && behind <= int64_t(pos); ++behind)
         gather(units[chunk[pos - behind]]);
       ready(&unit);
-      if (layer.remat != "none")
+      if (layer.remat != RematKind::None)
         RecomputeStepOp::create(b, loc, layer.path, mbAttr, chunkA,
-                                b.getStringAttr(layer.remat),
+                                RematKindAttr::get(b.getContext(), layer.remat),
                                 b.getI64IntegerAttr(layer.recomputedBytes));
       // A full recompute reruns the forward's TP collectives (selective
       // remat recomputes no op that communicates).
-      if (layer.remat == "full")
+      if (layer.remat == RematKind::Full)
         tpCollectives(layer.tp.forward, false, layer.path.getValue(), mb,
                       layer.tokens);
       settle();

@@ -65,9 +65,7 @@ public:
     if (auto linear = dyn_cast<LinearOp>(op); linear && !sequenceParallel) {
       auto param =
           tables.lookupNearestSymbolFrom<ParamOp>(&op, linear.getWeight());
-      auto plan = param ? param->getAttrOfType<StringAttr>(kTpParamAttrName)
-                        : StringAttr();
-      if (plan && plan.getValue() == "vocab")
+      if (param && getTpRole(param) == TpRole::Vocab)
         current().backward.push_back({CollectiveKind::AllReduce,
                                       lastDim(linear.getInput().getType()),
                                       compute});
@@ -263,14 +261,7 @@ struct PlanReader {
                        << step.chunk << " of a plan with " << plan.stages
                        << " stages x " << plan.chunks
                        << " chunks: run --apply-pp again";
-      if (auto remat = layer->getAttrOfType<StringAttr>("parc.remat"))
-        step.remat = remat.getValue();
-      if (step.remat != "none" && step.remat != "full" &&
-          step.remat != "selective")
-        return error() << "layer " << step.path.getValue()
-                       << " has parc.remat = \"" << step.remat
-                       << "\" (expected full, selective or none): run "
-                          "--apply-remat again";
+      step.remat = getRemat(layer).value_or(RematKind::None);
       auto tag = getLayerTag(layer);
       step.tokens = tag && tag->first.starts_with("vision") ? imageTokens : seq;
       if (step.tokens > 0) {

@@ -59,7 +59,7 @@ struct LayerStep {
   StringAttr path;
   int64_t stage = 0, chunk = 0;
   int64_t tokens = 0; // per sample
-  StringRef remat = "none";
+  RematKind remat = RematKind::None;
   int64_t savedBytes = 0, recomputedBytes = 0, workingBytes = 0;
   TpTraffic tp;
   UnitPart unit;

@@ -7,12 +7,12 @@
 // RUN: parc-opt %s --apply-remat=mode=full -split-input-file -verify-diagnostics
 
 // Every layer of the stack records its decision; nothing else changes.
-// FULL-COUNT-4: parc.remat = "full"
+// FULL-COUNT-4: parc.remat = #parc.remat<full>
 // FULL-NOT: parc.recompute
 
 // Selective remat keeps matmul and attention outputs: norms, adds and
 // activations are marked for recompute, linears and attention are not.
-// SELECTIVE: parc.remat = "selective"
+// SELECTIVE: parc.remat = #parc.remat<selective>
 // SELECTIVE: parc.rms_norm {{.*}}parc.recompute
 // SELECTIVE-NEXT: parc.linear
 // SELECTIVE-NOT: parc.recompute
@@ -25,15 +25,15 @@
 
 // every:2 wraps layers 1 and 3 (the second and fourth).
 // EVERY: parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
-// EVERY: parc.module @"1" "Block" composite attributes {parc.layer_index = 1 : i64, parc.remat = "full", parc.stack = "language"}
+// EVERY: parc.module @"1" "Block" composite attributes {parc.layer_index = 1 : i64, parc.remat = #parc.remat<full>, parc.stack = "language"}
 // EVERY: parc.module @"2" "Block" composite attributes {parc.layer_index = 2 : i64, parc.stack = "language"}
-// EVERY: parc.module @"3" "Block" composite attributes {parc.layer_index = 3 : i64, parc.remat = "full", parc.stack = "language"}
+// EVERY: parc.module @"3" "Block" composite attributes {parc.layer_index = 3 : i64, parc.remat = #parc.remat<full>, parc.stack = "language"}
 
 // NONE-NOT: parc.remat
 
-// FROZEN: parc.module @"0" "Block" composite attributes {{{.*}}parc.remat = "full"
+// FROZEN: parc.module @"0" "Block" composite attributes {{{.*}}parc.remat = #parc.remat<full>
 // FROZEN: parc.module @"1" "Block" composite attributes {parc.frozen, parc.layer_index = 1 : i64, parc.stack = "language"}
-// FROZEN: parc.module @"2" "Block" composite attributes {{{.*}}parc.remat = "full"
+// FROZEN: parc.module @"2" "Block" composite attributes {{{.*}}parc.remat = #parc.remat<full>
 
 // REMARK: remark: full remat on 4 of 4 layers in model.layers
 

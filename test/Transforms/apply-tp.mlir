@@ -14,45 +14,45 @@
 // CHECK-SAME: parc.tp_loss_parallel = false, parc.tp_sequence_parallel = false, parc.tp_size = 2 : i64
 // CHECK-NEXT: shard.grid @tp(shape = 2)
 // CHECK: @embed
-// CHECK-NEXT: parc.param @weight : tensor<101x16xf32> {parc.tp = "vocab", parc.tp_padded_dim0 = 102 : i64}
+// CHECK-NEXT: parc.param @weight : tensor<101x16xf32> {parc.tp = #parc.tp<vocab>, parc.tp_padded_dim0 = 102 : i64}
 // CHECK: @"0"
 // CHECK: @attn
 // CHECK: @q "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<16x16xf32> {parc.tp = "colwise"}
-// CHECK-NEXT: parc.param @bias : tensor<16xf32> {parc.tp = "colwise"}
+// CHECK-NEXT: parc.param @weight : tensor<16x16xf32> {parc.tp = #parc.tp<colwise>}
+// CHECK-NEXT: parc.param @bias : tensor<16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @k "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<8x16xf32> {parc.tp = "colwise"}
+// CHECK-NEXT: parc.param @weight : tensor<8x16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @v "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<8x16xf32> {parc.tp = "colwise"}
+// CHECK-NEXT: parc.param @weight : tensor<8x16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @o "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<16x16xf32> {parc.tp = "rowwise"}
-// CHECK-NEXT: parc.param @bias : tensor<16xf32> {parc.tp = "replicated"}
+// CHECK-NEXT: parc.param @weight : tensor<16x16xf32> {parc.tp = #parc.tp<rowwise>}
+// CHECK-NEXT: parc.param @bias : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @qn "RMSNorm"
-// CHECK-NEXT: parc.param @weight : tensor<4xf32> {parc.tp = "replicated"}
+// CHECK-NEXT: parc.param @weight : tensor<4xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}]}
 // CHECK: @gate "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<32x16xf32> {parc.tp = "colwise"}
+// CHECK-NEXT: parc.param @weight : tensor<32x16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @up "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<32x16xf32> {parc.tp = "colwise"}
+// CHECK-NEXT: parc.param @weight : tensor<32x16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @down "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<16x32xf32> {parc.tp = "rowwise"}
+// CHECK-NEXT: parc.param @weight : tensor<16x32xf32> {parc.tp = #parc.tp<rowwise>}
 // CHECK: parc.linear %{{.*}}, @down::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}]}
 // CHECK: @norm1 "RMSNorm"
-// CHECK-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = "replicated"}
+// CHECK-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @"1"
 // CHECK: @fc1 "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<24x16xf32> {parc.tp = "colwise"}
-// CHECK-NEXT: parc.param @bias : tensor<24xf32> {parc.tp = "colwise"}
+// CHECK-NEXT: parc.param @weight : tensor<24x16xf32> {parc.tp = #parc.tp<colwise>}
+// CHECK-NEXT: parc.param @bias : tensor<24xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @fc2 "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<16x24xf32> {parc.tp = "rowwise"}
-// CHECK-NEXT: parc.param @bias : tensor<16xf32> {parc.tp = "replicated"}
+// CHECK-NEXT: parc.param @weight : tensor<16x24xf32> {parc.tp = #parc.tp<rowwise>}
+// CHECK-NEXT: parc.param @bias : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @side "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<16x16xf32> {parc.tp = "replicated"}
+// CHECK-NEXT: parc.param @weight : tensor<16x16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @final_norm "RMSNorm"
-// CHECK-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = "replicated"}
+// CHECK-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: parc.embedding %{{.*}}, @embed::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}]}
 // CHECK: @lm_head "Linear"
-// CHECK-NEXT: parc.param @weight : tensor<101x16xf32> {parc.tp = "vocab", parc.tp_padded_dim0 = 102 : i64}
+// CHECK-NEXT: parc.param @weight : tensor<101x16xf32> {parc.tp = #parc.tp<vocab>, parc.tp_padded_dim0 = 102 : i64}
 // CHECK: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 408 : i64, kind = "all_gather", position = "after"}]}
 // CHECK-NEXT: parc.softcap
 // CHECK-NEXT: parc.cross_entropy %{{[0-9]+}}, %{{[a-z0-9]+}} :
@@ -65,19 +65,19 @@
 // SP: module {
 // SP: parc.tp_loss_parallel = true, parc.tp_sequence_parallel = true, parc.tp_size = 2 : i64
 // SP: @qn "RMSNorm"
-// SP-NEXT: parc.param @weight : tensor<4xf32> {parc.tp = "replicated"}
+// SP-NEXT: parc.param @weight : tensor<4xf32> {parc.tp = #parc.tp<replicated>}
 // SP: parc.linear %arg0, @q::@weight bias @q::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before", shared_by = 3 : i64}]}
 // SP-NEXT: parc.linear %arg0, @k::@weight :
 // SP-NEXT: parc.linear %arg0, @v::@weight :
 // SP: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "reduce_scatter", position = "after"}]}
 // SP: parc.linear %arg0, @gate::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before", shared_by = 2 : i64}]}
 // SP: @norm1 "RMSNorm"
-// SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = "sequence"}
+// SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
 // SP: @norm2 "RMSNorm"
-// SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = "sequence"}
+// SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
 // SP: parc.linear %{{[0-9]+}}, @fc1::@weight bias @fc1::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before"}]}
 // SP: @final_norm "RMSNorm"
-// SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = "sequence"}
+// SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
 // SP: parc.embedding %{{.*}} {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "reduce_scatter", position = "after"}]}
 // SP: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before"}]}
 // SP: parc.cross_entropy %{{.*}} {parc.tp_collectives = [{axis = "tp", bytes_per_token = 12 : i64, kind = "all_reduce", position = "within"}]}

@@ -67,44 +67,6 @@ parc.model @unsharded class "M" attributes {parc.stacks = [{layers = 2 : i64, na
 
 // -----
 
-// expected-error@+1 {{lower-to-schedule: layer layers.1 has parc.remat = "sometimes" (expected full, selective or none): run --apply-remat again}}
-parc.model @bad_remat class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}]} {
-  shard.grid @fsdp(shape = 1)
-  parc.module @layers "ModuleList" list {
-    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
-      parc.param @w : tensor<4x4xf32>
-      func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
-        %q = parc.linear %x, @w : tensor<?x?x4xf32> -> tensor<?x?x4xf32>
-        %a = parc.attention %q, %q, %q {causal, head_dim = 4 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
-        return %a : tensor<?x?x4xf32>
-      }
-    }
-    parc.module @"1" "Block" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language", parc.remat = "sometimes"} {
-      parc.param @w : tensor<4x4xf32>
-      func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
-        %q = parc.linear %x, @w : tensor<?x?x4xf32> -> tensor<?x?x4xf32>
-        %a = parc.attention %q, %q, %q {causal, head_dim = 4 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
-        return %a : tensor<?x?x4xf32>
-      }
-    }
-  }
-  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
-    %h0 = parc.call @layers::@"0"(%x) : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
-    %h1 = parc.call @layers::@"1"(%h0) : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
-    return %h1 : tensor<?x?x4xf32>
-  }
-  parc.fsdp_unit @u0 path "layers.0" attributes {compute_dtype = bf16, master_dtype = f32, optim_dtype = f32, prefetch = 1 : i64, reduce_dtype = f32, reshard_after_forward = true} {
-    %s = shard.sharding @fsdp split_axes = [[0]] : !shard.sharding
-    parc.shard_param @layers::@"0"::@w to %s {padded_dim0 = 4 : i64} : !shard.sharding
-  }
-  parc.fsdp_unit @u1 path "layers.1" attributes {compute_dtype = bf16, master_dtype = f32, optim_dtype = f32, prefetch = 1 : i64, reduce_dtype = f32, reshard_after_forward = true} {
-    %s = shard.sharding @fsdp split_axes = [[0]] : !shard.sharding
-    parc.shard_param @layers::@"1"::@w to %s {padded_dim0 = 4 : i64} : !shard.sharding
-  }
-}
-
-// -----
-
 // The pipeline grid disagrees with parc.pp.
 // expected-error@+1 {{lower-to-schedule: parc.pp has 2 stages but shard.grid @pp has 0 ranks: run --apply-pp again}}
 parc.model @no_pp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {

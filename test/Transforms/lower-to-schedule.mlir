@@ -105,7 +105,7 @@
 // REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2 batch 1 seq 8 {
 // REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<2624xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
-// REMAT: parc.recompute_step "model.layers.1" micro_batch 0 remat "selective" bytes 32
+// REMAT: parc.recompute_step "model.layers.1" micro_batch 0 remat <selective> bytes 32
 // REMAT-NEXT: parc.backward_step "model.layers.1" micro_batch 0
 // Each micro-batch of gradient accumulation reduce-scatters and frees the
 // root after its backward and gathers it again (FSDP2's defaults).
@@ -122,7 +122,7 @@
 // REMAT-NEXT: shard.all_gather %{{.*}} : tensor<616xbf16> -> tensor<1232xbf16>
 // REMAT-NEXT: parc.wait %{{.*}} : tensor<1600xbf16>
 // REMAT-NEXT: parc.forward_step "" part "head" micro_batch 1
-// REMAT: parc.recompute_step "model.layers.0" micro_batch 1 remat "selective" bytes 32
+// REMAT: parc.recompute_step "model.layers.0" micro_batch 1 remat <selective> bytes 32
 // REMAT: parc.buffer gradient "model.layers.0" micro_batch 1 : tensor<1232xf32>
 // From the second micro-batch on, a reduce-scatter's result is a shard of
 // its own beside the accumulated one until it is added in (the root's
@@ -147,7 +147,7 @@
 // PP: shard.send {{.*}} destination = [1]
 // PP-NEXT: %[[DA0:.*]] = parc.buffer activation_grad "model.layers.1" micro_batch 0 : tensor<128xbf16>
 // PP-NEXT: shard.recv %[[DA0]] on @pp grid_axes = [0] source = [1] : (tensor<128xbf16>) -> tensor<128xbf16>
-// PP: parc.recompute_step "model.layers.1" micro_batch 0 remat "full" bytes 2400
+// PP: parc.recompute_step "model.layers.1" micro_batch 0 remat <full> bytes 2400
 // PP-NEXT: parc.backward_step "model.layers.1" micro_batch 0
 // PP: parc.backward_step "" part "head" micro_batch 0
 // PP-NEXT: parc.wait %{{.*}} : tensor<616xf32>

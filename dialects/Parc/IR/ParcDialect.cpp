@@ -212,11 +212,23 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
     return verifyIntInRange(op, attr, 1, kMaxStages);
   if (name == kTpPaddedDim0AttrName)
     return verifyIntInRange(op, attr, 1, ParamOp::kMaxDim);
-  if (name == kTpParamAttrName) {
-    auto plan = dyn_cast<StringAttr>(attr.getValue());
-    if (!plan || !llvm::is_contained(kTpParamPlans, plan.getValue()))
-      return op->emitOpError() << "'" << name << "' must be one of "
-                               << llvm::join(ArrayRef(kTpParamPlans), ", ");
-  }
+  if (name == kTpParamAttrName && !isa<TpRoleAttr>(attr.getValue()))
+    return op->emitOpError() << "'" << name
+                             << "' must be a #parc.tp<...> role, got "
+                             << attr.getValue();
+  if (name == kRematAttrName && !isa<RematKindAttr>(attr.getValue()))
+    return op->emitOpError() << "'" << name
+                             << "' must be a #parc.remat<...> decision, got "
+                             << attr.getValue();
   return success();
+}
+
+std::optional<TpRole> mlir::parc::getTpRole(Operation *param) {
+  auto role = param->getAttrOfType<TpRoleAttr>(kTpParamAttrName);
+  return role ? std::optional(role.getValue()) : std::nullopt;
+}
+
+std::optional<RematKind> mlir::parc::getRemat(Operation *layer) {
+  auto remat = layer->getAttrOfType<RematKindAttr>(kRematAttrName);
+  return remat ? std::optional(remat.getValue()) : std::nullopt;
 }

@@ -18,15 +18,13 @@ namespace mlir::parc {
 /// verifyOperationAttribute), so a pass never reads a plan it cannot use.
 constexpr llvm::StringLiteral kTpSizeAttrName = "parc.tp_size";
 constexpr llvm::StringLiteral kTpParamAttrName = "parc.tp";
+constexpr llvm::StringLiteral kRematAttrName = "parc.remat";
 constexpr llvm::StringLiteral kTpPaddedDim0AttrName = "parc.tp_padded_dim0";
 constexpr llvm::StringLiteral kPpPlanAttrName = "parc.pp";
 constexpr llvm::StringLiteral kPpStageAttrName = "parc.pp_stage";
 constexpr llvm::StringLiteral kPpChunkAttrName = "parc.pp_chunk";
 constexpr llvm::StringLiteral kPpScheduleAttrName = "parc.pp_schedule";
 
-/// The ways ApplyTp splits a parameter (parc.tp).
-constexpr llvm::StringLiteral kTpParamPlans[] = {"colwise", "rowwise", "vocab",
-                                                 "replicated", "sequence"};
 /// Pipeline schedules (parc.pp's schedule).
 constexpr llvm::StringLiteral kPpSchedules[] = {"none", "gpipe", "1f1b",
                                                 "interleaved-1f1b"};

@@ -592,11 +592,11 @@ LogicalResult ShardParamOp::verifySymbolUses(SymbolTableCollection &tables) {
   int64_t dim0 = param.getTensorType().getDimSize(0);
   // Under TP, FSDP shards the slice one TP rank holds (as getTpLocalShape).
   auto tpSize = model->getAttrOfType<IntegerAttr>("parc.tp_size");
-  auto tpPlan = param->getAttrOfType<StringAttr>("parc.tp");
-  if (tpSize && tpSize.getInt() > 1 && tpPlan) {
-    if (tpPlan.getValue() == "colwise")
+  std::optional<TpRole> role = getTpRole(param);
+  if (tpSize && tpSize.getInt() > 1 && role) {
+    if (*role == TpRole::Colwise)
       dim0 /= tpSize.getInt();
-    if (tpPlan.getValue() == "vocab")
+    if (*role == TpRole::Vocab)
       if (auto padded = param->getAttrOfType<IntegerAttr>("parc.tp_padded_dim0"))
         dim0 = padded.getInt() / tpSize.getInt();
   }

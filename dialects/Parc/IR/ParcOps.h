@@ -23,6 +23,11 @@
 
 namespace mlir::parc {
 
+/// The TP role apply-tp recorded on a parameter (parc.tp), if any.
+std::optional<TpRole> getTpRole(Operation *param);
+/// The remat decision apply-remat recorded on a layer (parc.remat), if any.
+std::optional<RematKind> getRemat(Operation *layer);
+
 /// The dotted path of a module or parameter as named_modules() /
 /// named_parameters() print it, relative to the enclosing parc.model.
 std::string getDottedPath(Operation *op);

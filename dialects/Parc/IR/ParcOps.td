@@ -10,6 +10,7 @@
 
 include "Parc/IR/ParcBase.td"
 include "Parc/IR/ParcInterfaces.td"
+include "Parc/IR/ParcPlanAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"

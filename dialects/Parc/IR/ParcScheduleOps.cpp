@@ -65,9 +65,8 @@ LogicalResult RecomputeStepOp::verify() {
   if (failed(verifyStepTarget(*this, getModule(), std::nullopt,
                               getMicroBatch(), getChunk())))
     return failure();
-  if (getRemat() != "full" && getRemat() != "selective")
-    return emitOpError() << "remat must be \"full\" or \"selective\", got \""
-                         << getRemat() << "\"";
+  if (getRemat() == RematKind::None)
+    return emitOpError() << "recomputes nothing: remat is none";
   if (int64_t(getBytes()) < 0)
     return emitOpError() << "bytes must be >= 0, got "
                          << int64_t(getBytes());

@@ -169,7 +169,8 @@ def Parc_RecomputeStepOp : Parc_StepOp<"recompute_step"> {
     consumes.
   }];
   let arguments = (ins StrAttr:$module, I64Attr:$micro_batch,
-                       DefaultValuedAttr<I64Attr, "0">:$chunk, StrAttr:$remat,
+                       DefaultValuedAttr<I64Attr, "0">:$chunk,
+                       Parc_RematKindAttr:$remat,
                        I64Attr:$bytes);
   let assemblyFormat = [{
     $module `micro_batch` $micro_batch (`chunk` $chunk^)? `remat` $remat

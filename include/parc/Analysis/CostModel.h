@@ -43,10 +43,10 @@ struct FlopCount {
 
 /// FLOPs of one layer's forward traced at `batch` x `tokens` (batch and
 /// sequence are dynamic in the IR), its backward and its recompute under
-/// `remat` ("none", "full", "selective"). `inputRequiresGrad` is false when
+/// `remat`. `inputRequiresGrad` is false when
 /// nothing before the layer is trainable (then backward computes no input
 /// gradient for its first ops).
-FlopCount countLayerFlops(NNModuleOp layer, llvm::StringRef remat,
+FlopCount countLayerFlops(NNModuleOp layer, RematKind remat,
                           int64_t batch, int64_t tokens,
                           bool inputRequiresGrad = true);
 

@@ -95,7 +95,7 @@ struct MemoryReport {
 
 /// Activation bytes one layer keeps for backward (`saved`), rebuilds in
 /// backward (`recomputed`) and holds transiently while one op runs
-/// (`working`) under a remat decision ("none", "full", "selective"), with
+/// (`working`) under a remat decision, with
 /// its op graph traced at `batch` x `tokens`, activations of `elementBytes`
 /// each, on one rank of `tp` and with the kernels of a hardware profile.
 /// The lowering writes all three into the program (saves, recomputes and
@@ -104,7 +104,7 @@ struct LayerActivationBytes {
   int64_t saved = 0, recomputed = 0, working = 0;
 };
 LayerActivationBytes estimateLayerActivations(NNModuleOp layer,
-                                              llvm::StringRef remat,
+                                              RematKind remat,
                                               int64_t batch, int64_t tokens,
                                               int64_t elementBytes,
                                               TpPlan tp = {},

@@ -478,7 +478,7 @@ parc.model @program_5 class "M" {
     parc.forward_step "layers.0" micro_batch 0
     parc.backward_step "layers.0" micro_batch 0
     // expected-error@+1 {{runs the recompute of 'layers.0' micro-batch 0 after its backward}}
-    parc.recompute_step "layers.0" micro_batch 0 remat "full" bytes 8
+    parc.recompute_step "layers.0" micro_batch 0 remat <full> bytes 8
   }
 }
 
@@ -589,8 +589,8 @@ parc.model @program_12 class "M" {
     }
   }
   parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
-    // expected-error@+1 {{remat must be "full" or "selective", got "none"}}
-    parc.recompute_step "layers.0" micro_batch 0 remat "none" bytes 8
+    // expected-error@+1 {{recomputes nothing: remat is none}}
+    parc.recompute_step "layers.0" micro_batch 0 remat <none> bytes 8
   }
 }
 
@@ -1082,8 +1082,33 @@ parc.model @tp_size class "M" attributes {parc.tp_size = 0 : i64} {
 // -----
 
 parc.model @tp_plan class "M" {
-  // expected-error@+1 {{'parc.param' op 'parc.tp' must be one of colwise, rowwise, vocab, replicated, sequence}}
-  parc.param @w : tensor<4x4xf32> {parc.tp = "diagonal"}
+  // expected-error@+1 {{'parc.param' op 'parc.tp' must be a #parc.tp<...> role, got "colwise"}}
+  parc.param @w : tensor<4x4xf32> {parc.tp = "colwise"}
+}
+
+// -----
+
+parc.model @tp_role class "M" {
+  // expected-error@+2 {{expected ::mlir::parc::TpRole to be one of: colwise, rowwise, vocab, replicated, sequence}}
+  // expected-error@+1 {{failed to parse Parc_TpRoleAttr parameter 'value'}}
+  parc.param @w : tensor<4x4xf32> {parc.tp = #parc.tp<diagonal>}
+}
+
+// -----
+
+parc.model @remat_string class "M" {
+  // expected-error@+1 {{'parc.module' op 'parc.remat' must be a #parc.remat<...> decision, got "full"}}
+  parc.module @layer "Block" leaf attributes {parc.remat = "full"} {
+  }
+}
+
+// -----
+
+parc.model @remat_kind class "M" {
+  // expected-error@+2 {{expected ::mlir::parc::RematKind to be one of: none, selective, full}}
+  // expected-error@+1 {{failed to parse Parc_RematKindAttr parameter 'value'}}
+  parc.module @layer "Block" leaf attributes {parc.remat = #parc.remat<sometimes>} {
+  }
 }
 
 // -----

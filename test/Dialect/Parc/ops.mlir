@@ -170,6 +170,18 @@ parc.model @planned class "M" {
 }
 
 // -----
+// Typed plan decisions: a layer's remat and a parameter's TP role.
+
+// CHECK-LABEL: parc.model @decided class "M"
+parc.model @decided class "M" attributes {parc.tp_size = 2 : i64} {
+  // CHECK: parc.module @layer "Block" leaf attributes {parc.remat = #parc.remat<selective>}
+  parc.module @layer "Block" leaf attributes {parc.remat = #parc.remat<selective>} {
+    // CHECK-NEXT: parc.param @weight : tensor<8x8xf32> {parc.tp = #parc.tp<colwise>}
+    parc.param @weight : tensor<8x8xf32> {parc.tp = #parc.tp<colwise>}
+  }
+}
+
+// -----
 // A lowered schedule: a program per rank kind, its steps on shard collectives.
 
 // CHECK-LABEL: parc.model @scheduled class "M"
@@ -206,8 +218,8 @@ parc.model @scheduled class "M" {
     %got = shard.recv %dx on @pp grid_axes = [0] source = [1] : (tensor<32xbf16>) -> tensor<32xbf16>
     %g2 = shard.all_gather %w on @fsdp grid_axes = [0] gather_axis = 0 : tensor<8xbf16> -> tensor<16xbf16>
     parc.wait %g2 : tensor<16xbf16>
-    // CHECK: parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat "full" bytes 128
-    parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat "full" bytes 128
+    // CHECK: parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat <full> bytes 128
+    parc.recompute_step "layers.0" micro_batch 0 chunk 1 remat <full> bytes 128
     // CHECK-NEXT: parc.backward_step "layers.0" micro_batch 0 chunk 1
     parc.backward_step "layers.0" micro_batch 0 chunk 1
     // CHECK-NEXT: %[[A:.*]] = parc.alloc gradients "layers.0" micro_batch 0 : tensor<48xi8>
