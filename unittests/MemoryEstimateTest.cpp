@@ -109,7 +109,8 @@ protected:
 
 TEST_F(GptLayerTest, NoRematMatchesKorthikantiLessAttentionMatrixAndDropout) {
   LayerActivationBytes bytes =
-      estimateLayerActivations(layer, RematKind::None, kBatch, kSeq, /*elementBytes=*/2);
+      estimateLayerActivations(layer, RematKind::None, kBatch, kSeq,
+                               /*elementBytes=*/2);
   double closedForm = sbh * (34.0 + 5.0 * kHeads * kSeq / kHidden);
   double attentionMatrix = sbh * 5.0 * kHeads * kSeq / kHidden;
   double dropoutMasks = 2.0 * sbh;
