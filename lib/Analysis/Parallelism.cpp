@@ -45,22 +45,17 @@ static PipelineStep parseStep(StringRef text) {
 
 PpPlan mlir::parc::getPpPlan(ModelOp model) {
   PpPlan plan;
-  auto dict = model->getAttrOfType<DictionaryAttr>(kPpPlanAttrName);
+  auto attr = model->getAttrOfType<PipelinePlanAttr>(kPpPlanAttrName);
   auto schedules = model->getAttrOfType<ArrayAttr>(kPpScheduleAttrName);
-  if (!dict || !schedules) {
+  if (!attr || !schedules) {
     plan.steps.push_back({{true, 0, 0}, {false, 0, 0}});
     return plan;
   }
-  auto getInt = [&](StringRef key, int64_t fallback) {
-    auto value = dict.getAs<IntegerAttr>(key);
-    return value ? value.getInt() : fallback;
-  };
-  plan.stages = getInt("stages", 1);
-  plan.chunks = getInt("chunks", 1);
-  plan.microbatches = getInt("microbatches", 1);
-  if (auto schedule = dict.getAs<StringAttr>("schedule"))
-    plan.schedule = schedule.getValue().str();
-  if (auto bubble = dict.getAs<FloatAttr>("bubble"))
+  plan.stages = attr.getStages();
+  plan.chunks = attr.getChunks();
+  plan.microbatches = attr.getMicrobatches();
+  plan.schedule = stringifyPpSchedule(attr.getSchedule()).str();
+  if (FloatAttr bubble = attr.getBubble())
     plan.bubble = bubble.getValueAsDouble();
   plan.steps.resize(plan.stages);
   for (Attribute entry : schedules) {

@@ -299,7 +299,8 @@ Block *bodyOf(Operation *op) {
 
 /// Restores the attributes --apply-tp and --apply-pp left on the model that
 /// plan.bin keeps (the sizes come back with the grids).
-void importParallelism(const schema::Parallelism &parallelism, ModelOp model) {
+LogicalResult importParallelism(const schema::Parallelism &parallelism,
+                                ModelOp model) {
   Builder b(model.getContext());
   int64_t tpSize = 1;
   if (parallelism.axes() && parallelism.sizes())
@@ -315,7 +316,7 @@ void importParallelism(const schema::Parallelism &parallelism, ModelOp model) {
                    b.getBoolAttr(parallelism.loss_parallel()));
   }
   if (!parallelism.pp_schedule() || !parallelism.pp_schedule()->size())
-    return;
+    return success();
   SmallVector<Attribute> stages;
   if (parallelism.pp_steps())
     for (const schema::PipelineStage *stage : *parallelism.pp_steps()) {
@@ -327,17 +328,24 @@ void importParallelism(const schema::Parallelism &parallelism, ModelOp model) {
           {b.getNamedAttr("stage", b.getI64IntegerAttr(stage->stage())),
            b.getNamedAttr("steps", b.getArrayAttr(steps))}));
     }
-  model->setAttr(
-      kPpPlanAttrName,
-      b.getDictionaryAttr(
-          {b.getNamedAttr("stages", b.getI64IntegerAttr(stages.size())),
-           b.getNamedAttr("schedule",
-                          b.getStringAttr(str(parallelism.pp_schedule()))),
-           b.getNamedAttr("chunks",
-                          b.getI64IntegerAttr(parallelism.pp_chunks())),
-           b.getNamedAttr("microbatches",
-                          b.getI64IntegerAttr(parallelism.microbatches()))}));
+  std::optional<PpSchedule> schedule =
+      symbolizePpSchedule(str(parallelism.pp_schedule()));
+  if (!schedule) {
+    emitError(model->getLoc())
+        << "plan.bin has pipeline schedule '" << str(parallelism.pp_schedule())
+        << "', not gpipe, 1f1b or interleaved-1f1b";
+    return failure();
+  }
+  auto plan = PipelinePlanAttr::getChecked(
+      [&] { return emitError(model->getLoc()); }, b.getContext(),
+      int64_t(stages.size()), *schedule, int64_t(parallelism.pp_chunks()),
+      int64_t(parallelism.microbatches()), DenseI64ArrayAttr(),
+      DenseF64ArrayAttr(), DenseI64ArrayAttr(), FloatAttr());
+  if (!plan)
+    return failure();
+  model->setAttr(kPpPlanAttrName, plan);
   model->setAttr(kPpScheduleAttrName, b.getArrayAttr(stages));
+  return success();
 }
 
 } // namespace
@@ -365,8 +373,8 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
   bool isPipelined = parallelism && parallelism->pp_schedule() &&
                      parallelism->pp_schedule()->size();
   int64_t chunks = parallelism ? parallelism->pp_chunks() : 1;
-  if (parallelism)
-    importParallelism(*parallelism, model);
+  if (parallelism && failed(importParallelism(*parallelism, model)))
+    return nullptr;
 
   llvm::StringMap<Operation *> byPath;
   byPath[""] = model;

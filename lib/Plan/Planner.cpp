@@ -68,7 +68,9 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
   if (request.pp > 1) {
     ApplyPpOptions pp;
     pp.stages = request.pp;
-    pp.schedule = request.ppSchedule;
+    // The recipe reader accepted only the schedules the enum names.
+    pp.schedule = symbolizePpSchedule(request.ppSchedule)
+                      .value_or(PpSchedule::OneFOneB);
     pp.chunks = request.ppChunks;
     pp.split.assign(request.ppSplit.begin(), request.ppSplit.end());
     pp.microbatches = request.microbatches;

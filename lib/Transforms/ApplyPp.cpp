@@ -173,18 +173,18 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
     int64_t p = stages, v = chunks, m = microbatches;
     if (p < 1)
       return mlir::emitError(loc) << "apply-pp needs stages >= 1, got " << p;
-    if (schedule != "gpipe" && schedule != "1f1b" &&
-        schedule != "interleaved-1f1b")
+    if (schedule == PpSchedule::None)
       return mlir::emitError(loc)
-             << "apply-pp: unknown schedule '" << schedule
-             << "' (expected gpipe, 1f1b or interleaved-1f1b)";
+             << "apply-pp: schedule none is no pipeline (expected gpipe, "
+                "1f1b or interleaved-1f1b)";
     if (v < 1)
       return mlir::emitError(loc) << "apply-pp needs chunks >= 1, got " << v;
-    bool isInterleaved = schedule == "interleaved-1f1b";
+    bool isInterleaved = schedule == PpSchedule::Interleaved1F1B;
     if (v > 1 && !isInterleaved)
       return mlir::emitError(loc)
              << "apply-pp: chunks = " << v << " needs schedule "
-             << "interleaved-1f1b, got '" << schedule << "'";
+             << "interleaved-1f1b, got '" << stringifyPpSchedule(schedule)
+             << "'";
     if (seq < 1 || mbs < 1 || imageTokens < 0)
       return mlir::emitError(loc) << "apply-pp needs positive seq and mbs";
     if (m < p)
@@ -260,7 +260,8 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
     OpBuilder builder = OpBuilder::atBlockBegin(model.getBody());
     shard::GridOp::create(builder, loc, kGridName, ArrayRef<int64_t>{p});
 
-    SmallVector<Attribute> stageLayers, stageCosts;
+    SmallVector<int64_t> stageLayers;
+    SmallVector<double> stageCosts;
     for (NNModuleOp layer : vision) {
       layer->setAttr(kStageAttr, b.getI64IntegerAttr(0));
       if (isInterleaved)
@@ -278,14 +279,15 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
           layer->setAttr(kChunkAttr, b.getI64IntegerAttr(group / p));
         cost += costs[next];
       }
-      stageLayers.push_back(b.getI64IntegerAttr(sizes[group]));
-      stageCosts.push_back(b.getF64FloatAttr(cost));
+      stageLayers.push_back(sizes[group]);
+      stageCosts.push_back(cost);
     }
 
     // The schedules, and what is in flight from them.
-    SmallVector<Attribute> schedules, inFlight;
+    SmallVector<Attribute> schedules;
+    SmallVector<int64_t> inFlight;
     for (int64_t s = 0; s < p; ++s) {
-      SmallVector<Step> steps = schedule == "gpipe" ? gpipe(m)
+      SmallVector<Step> steps = schedule == PpSchedule::Gpipe ? gpipe(m)
                                 : isInterleaved     ? interleaved(p, s, v, m)
                                                     : oneFOneB(p, s, m);
       SmallVector<Attribute> names;
@@ -297,24 +299,20 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
         names.push_back(b.getStringAttr(name));
       }
       int64_t peak = maxInFlight(steps);
-      inFlight.push_back(b.getI64IntegerAttr(peak));
+      inFlight.push_back(peak);
       schedules.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("stage", b.getI64IntegerAttr(s)),
            b.getNamedAttr("steps", b.getArrayAttr(names)),
            b.getNamedAttr("max_in_flight", b.getI64IntegerAttr(peak))}));
     }
     double bubble = double(p - 1) / double((isInterleaved ? v : 1) * m);
-    model->setAttr(
-        kPlanAttr,
-        b.getDictionaryAttr(
-            {b.getNamedAttr("stages", b.getI64IntegerAttr(p)),
-             b.getNamedAttr("schedule", b.getStringAttr(schedule)),
-             b.getNamedAttr("chunks", b.getI64IntegerAttr(v)),
-             b.getNamedAttr("microbatches", b.getI64IntegerAttr(m)),
-             b.getNamedAttr("stage_layers", b.getArrayAttr(stageLayers)),
-             b.getNamedAttr("stage_costs", b.getArrayAttr(stageCosts)),
-             b.getNamedAttr("in_flight", b.getArrayAttr(inFlight)),
-             b.getNamedAttr("bubble", b.getF64FloatAttr(bubble))}));
+    model->setAttr(kPlanAttr,
+                   PipelinePlanAttr::get(
+                       b.getContext(), p, schedule, v, m,
+                       b.getDenseI64ArrayAttr(stageLayers),
+                       b.getDenseF64ArrayAttr(stageCosts),
+                       b.getDenseI64ArrayAttr(inFlight),
+                       b.getF64FloatAttr(bubble)));
     model->setAttr(kScheduleAttr, b.getArrayAttr(schedules));
 
     // Which stage holds each parameter, as every later reader sees it.
@@ -355,7 +353,7 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
       model->setAttr(kTiedAttr, b.getArrayAttr(tiedCopies));
 
     InFlightDiagnostic remark = mlir::emitRemark(loc);
-    remark << "PP " << p << " (" << schedule;
+    remark << "PP " << p << " (" << stringifyPpSchedule(schedule);
     if (isInterleaved)
       remark << ", " << v << " chunks";
     remark << ", " << m << " micro-batches): " << (v > 1 ? "virtual " : "")

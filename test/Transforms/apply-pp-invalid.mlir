@@ -15,7 +15,7 @@
 // RUN: not parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-pp=stages=2 microbatches=2 seq=0" 2>&1 | FileCheck %s --check-prefix=SEQ
 
 // STAGES: tiny-4-layers.mlir:1:1: error: apply-pp needs stages >= 1, got 0
-// SCHEDULE: tiny-4-layers.mlir:1:1: error: apply-pp: unknown schedule 'zb' (expected gpipe, 1f1b or interleaved-1f1b)
+// SCHEDULE: for the --schedule option: Cannot find option named 'zb'!
 // CHUNKS: tiny-4-layers.mlir:1:1: error: apply-pp needs chunks >= 1, got 0
 // CHUNKS-1F1B: tiny-4-layers.mlir:1:1: error: apply-pp: chunks = 2 needs schedule interleaved-1f1b, got '1f1b'
 // FEW-MB: tiny-4-layers.mlir:1:1: error: apply-pp: 1 micro-batches cannot fill 2 pipeline stages (microbatches must be >= stages)

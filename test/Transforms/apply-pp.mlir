@@ -7,8 +7,8 @@
 // p - s micro-batches in flight (counted from the emitted steps).
 // CHECK: remark: PP: tied parameters model.embed.weight lm_head.weight span stages 0 1: kept as 2 copies with gradients all-reduced over @pp
 // CHECK: remark: PP 2 (1f1b, 4 micro-batches): stages of 2 and 2 layers; bubble 25%
-// CHECK: parc.pp = {bubble = 2.500000e-01 : f64, chunks = 1 : i64, in_flight = [2, 1], microbatches = 4 : i64, schedule = "1f1b"
-// CHECK-SAME: stage_layers = [2, 2], stages = 2 : i64}
+// CHECK: parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 4, stage_layers = [2, 2],
+// CHECK-SAME: in_flight = [2, 1], bubble = 2.500000e-01 : f64>
 // CHECK-SAME: parc.pp_schedule = [{max_in_flight = 2 : i64, stage = 0 : i64, steps = ["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3"]}, {max_in_flight = 1 : i64, stage = 1 : i64, steps = ["F0", "B0", "F1", "B1", "F2", "B2", "F3", "B3"]}]
 // CHECK-SAME: parc.pp_tied_copies = [{gradient_all_reduce = "pp", params = [@model::@embed::@weight, @lm_head::@weight], stages = [0, 1]}]
 // CHECK-NEXT: shard.grid @pp(shape = 2)
@@ -19,7 +19,8 @@
 
 // GPipe: every forward, then every backward; all micro-batches in flight.
 // GPIPE: remark: PP 2 (gpipe, 2 micro-batches): stages of 2 and 2 layers; bubble 50%
-// GPIPE: parc.pp = {bubble = 5.000000e-01 : f64, chunks = 1 : i64, in_flight = [2, 2], microbatches = 2 : i64, schedule = "gpipe"
+// GPIPE: parc.pp = #parc.pp<stages = 2, schedule = "gpipe", chunks = 1, microbatches = 2, stage_layers = [2, 2],
+// GPIPE-SAME: in_flight = [2, 2], bubble = 5.000000e-01 : f64>
 // GPIPE-SAME: parc.pp_schedule = [{max_in_flight = 2 : i64, stage = 0 : i64, steps = ["F0", "F1", "B0", "B1"]}, {max_in_flight = 2 : i64, stage = 1 : i64, steps = ["F0", "F1", "B0", "B1"]}]
 
 // Interleaved 1F1B: layer l on stage l mod p, chunk l div p; the bubble is

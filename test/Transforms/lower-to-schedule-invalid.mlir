@@ -69,7 +69,7 @@ parc.model @unsharded class "M" attributes {parc.stacks = [{layers = 2 : i64, na
 
 // The pipeline grid disagrees with parc.pp.
 // expected-error@+1 {{lower-to-schedule: parc.pp has 2 stages but shard.grid @pp has 0 ranks: run --apply-pp again}}
-parc.model @no_pp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+parc.model @no_pp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
   shard.grid @fsdp(shape = 1)
   parc.module @layers "ModuleList" list {
     parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language", parc.pp_stage = 0 : i64} {
@@ -107,7 +107,7 @@ parc.model @no_pp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, n
 // -----
 
 // expected-error@+1 {{lower-to-schedule: layer layers.1 is on pp stage 3 chunk 0 of a plan with 2 stages x 1 chunks: run --apply-pp again}}
-parc.model @off_stage class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+parc.model @off_stage class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
   shard.grid @fsdp(shape = 1)
   shard.grid @pp(shape = 2)
   parc.module @layers "ModuleList" list {

@@ -64,13 +64,53 @@ mlir::parc::parsePipelineStep(StringRef text) {
   return std::make_tuple(forward, m, c);
 }
 
-namespace {
-/// Bounds the pipeline plan's counts so that nothing sized from them (the
-/// per-stage schedules, the unrolled micro-batches) is unbounded.
-constexpr int64_t kMaxStages = int64_t(1) << 17;
-constexpr int64_t kMaxChunks = 1024;
-constexpr int64_t kMaxMicrobatches = 4096;
+FailureOr<PpSchedule> mlir::parc::parsePpSchedule(AsmParser &parser) {
+  std::string name;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseString(&name))
+    return failure();
+  std::optional<PpSchedule> schedule = symbolizePpSchedule(name);
+  if (!schedule)
+    return parser.emitError(loc)
+           << "unknown pipeline schedule \"" << name
+           << "\" (expected none, gpipe, 1f1b or interleaved-1f1b)";
+  return *schedule;
+}
 
+LogicalResult PipelinePlanAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t stages,
+    PpSchedule schedule, int64_t chunks, int64_t microbatches,
+    DenseI64ArrayAttr stageLayers, DenseF64ArrayAttr stageCosts,
+    DenseI64ArrayAttr inFlight, FloatAttr bubble) {
+  for (auto [name, value, hi] :
+       {std::tuple{"stages", stages, kMaxStages},
+        std::tuple{"chunks", chunks, kMaxChunks},
+        std::tuple{"microbatches", microbatches, kMaxMicrobatches}})
+    if (value < 1 || value > hi)
+      return emitError() << "#parc.pp " << name << " must be in [1, " << hi
+                         << "], got " << value;
+  if (chunks > 1 && schedule != PpSchedule::Interleaved1F1B)
+    return emitError() << "#parc.pp has " << chunks
+                       << " chunks, which only interleaved-1f1b runs";
+  if (stageLayers && int64_t(stageLayers.size()) != stages * chunks)
+    return emitError() << "#parc.pp stage_layers has " << stageLayers.size()
+                       << " entries for " << stages * chunks
+                       << " virtual stages";
+  if (stageCosts && int64_t(stageCosts.size()) != stages * chunks)
+    return emitError() << "#parc.pp stage_costs has " << stageCosts.size()
+                       << " entries for " << stages * chunks
+                       << " virtual stages";
+  if (inFlight && int64_t(inFlight.size()) != stages)
+    return emitError() << "#parc.pp in_flight has " << inFlight.size()
+                       << " entries for " << stages << " stages";
+  if (bubble && !(bubble.getValueAsDouble() >= 0 &&
+                  bubble.getValueAsDouble() <= 1))
+    return emitError() << "#parc.pp bubble must be in [0, 1], got "
+                       << bubble.getValueAsDouble();
+  return success();
+}
+
+namespace {
 /// An integer in [lo, hi] under `key` of `dict`, or an error on `op`.
 FailureOr<int64_t> getBoundedInt(Operation *op, StringRef attr,
                                  DictionaryAttr dict, StringRef key,
@@ -86,51 +126,16 @@ FailureOr<int64_t> getBoundedInt(Operation *op, StringRef attr,
   return value.getInt();
 }
 
-LogicalResult verifyPpPlan(Operation *op, Attribute value) {
-  auto dict = dyn_cast<DictionaryAttr>(value);
-  if (!dict)
-    return op->emitOpError() << "'" << kPpPlanAttrName
-                             << "' must be a dictionary";
-  if (failed(getBoundedInt(op, kPpPlanAttrName, dict, "stages", 1,
-                           kMaxStages)) ||
-      failed(getBoundedInt(op, kPpPlanAttrName, dict, "chunks", 1,
-                           kMaxChunks)) ||
-      failed(getBoundedInt(op, kPpPlanAttrName, dict, "microbatches", 1,
-                           kMaxMicrobatches)))
-    return failure();
-  if (!op->hasAttr(kPpScheduleAttrName))
-    return op->emitOpError() << "has '" << kPpPlanAttrName << "' but no '"
-                             << kPpScheduleAttrName << "'";
-  auto schedule = dict.getAs<StringAttr>("schedule");
-  if (!schedule || !llvm::is_contained(kPpSchedules, schedule.getValue()))
-    return op->emitOpError()
-           << "'" << kPpPlanAttrName << "' schedule must be one of "
-           << llvm::join(ArrayRef(kPpSchedules), ", ");
-  if (auto bubble = dict.get("bubble")) {
-    auto number = dyn_cast<FloatAttr>(bubble);
-    if (!number || !(number.getValueAsDouble() >= 0) ||
-        number.getValueAsDouble() > 1)
-      return op->emitOpError() << "'" << kPpPlanAttrName
-                               << "' bubble must be a float in [0, 1]";
-  }
-  return success();
-}
-
 /// Every stage runs each (micro-batch, chunk) forward once and its backward
 /// once after it; the passes and parc-run rely on nothing else.
 LogicalResult verifyPpSchedule(Operation *op, Attribute value) {
-  auto plan = op->getAttrOfType<DictionaryAttr>(kPpPlanAttrName);
+  auto plan = op->getAttrOfType<PipelinePlanAttr>(kPpPlanAttrName);
   if (!plan)
     return op->emitOpError() << "has '" << kPpScheduleAttrName
-                             << "' without '" << kPpPlanAttrName << "'";
-  // The plan's counts are verified with the plan; read them leniently here.
-  auto count = [&](StringRef key) {
-    auto number = plan.getAs<IntegerAttr>(key);
-    return number ? std::clamp<int64_t>(number.getInt(), 1, kMaxMicrobatches)
-                  : 1;
-  };
-  int64_t stages = std::min(count("stages"), kMaxStages),
-          v = std::min(count("chunks"), kMaxChunks), m = count("microbatches");
+                             << "' without a #parc.pp '" << kPpPlanAttrName
+                             << "'";
+  int64_t stages = plan.getStages(), v = plan.getChunks(),
+          m = plan.getMicrobatches();
   auto entries = dyn_cast<ArrayAttr>(value);
   if (!entries)
     return op->emitOpError() << "'" << kPpScheduleAttrName
@@ -200,16 +205,24 @@ LogicalResult verifyIntInRange(Operation *op, NamedAttribute attr,
 LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kPpPlanAttrName)
-    return verifyPpPlan(op, attr.getValue());
+  if (name == kPpPlanAttrName) {
+    if (!isa<PipelinePlanAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name
+                               << "' must be a #parc.pp<...> plan, got "
+                               << attr.getValue();
+    if (!op->hasAttr(kPpScheduleAttrName))
+      return op->emitOpError() << "has '" << kPpPlanAttrName << "' but no '"
+                               << kPpScheduleAttrName << "'";
+    return success();
+  }
   if (name == kPpScheduleAttrName)
     return verifyPpSchedule(op, attr.getValue());
   if (name == kPpStageAttrName)
-    return verifyIntInRange(op, attr, 0, kMaxStages - 1);
+    return verifyIntInRange(op, attr, 0, PipelinePlanAttr::kMaxStages - 1);
   if (name == kPpChunkAttrName)
-    return verifyIntInRange(op, attr, 0, kMaxChunks - 1);
+    return verifyIntInRange(op, attr, 0, PipelinePlanAttr::kMaxChunks - 1);
   if (name == kTpSizeAttrName)
-    return verifyIntInRange(op, attr, 1, kMaxStages);
+    return verifyIntInRange(op, attr, 1, PipelinePlanAttr::kMaxStages);
   if (name == kTpPaddedDim0AttrName)
     return verifyIntInRange(op, attr, 1, ParamOp::kMaxDim);
   if (name == kTpParamAttrName && !isa<TpRoleAttr>(attr.getValue()))

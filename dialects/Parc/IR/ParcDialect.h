@@ -25,9 +25,6 @@ constexpr llvm::StringLiteral kPpStageAttrName = "parc.pp_stage";
 constexpr llvm::StringLiteral kPpChunkAttrName = "parc.pp_chunk";
 constexpr llvm::StringLiteral kPpScheduleAttrName = "parc.pp_schedule";
 
-/// Pipeline schedules (parc.pp's schedule).
-constexpr llvm::StringLiteral kPpSchedules[] = {"none", "gpipe", "1f1b",
-                                                "interleaved-1f1b"};
 
 /// "F3", "B0", "F3.c1", a step of parc.pp_schedule: the forward or backward
 /// of micro-batch 3 (of chunk 1), as (forward, micro-batch, chunk); nothing

@@ -15,6 +15,12 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "Parc/IR/ParcEnums.h.inc"
+
+namespace mlir::parc {
+/// Parses a quoted pipeline schedule name ("1f1b").
+FailureOr<PpSchedule> parsePpSchedule(AsmParser &parser);
+} // namespace mlir::parc
+
 #define GET_ATTRDEF_CLASSES
 #include "Parc/IR/ParcAttrs.h.inc"
 

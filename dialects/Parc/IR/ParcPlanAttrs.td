@@ -59,4 +59,62 @@ def Parc_TpRoleAttr : EnumAttr<Parc_Dialect, Parc_TpRole, "tp"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+/// How a pipeline orders its stages' forwards and backwards (apply-pp).
+def Parc_PpSchedule : I32EnumAttr<"PpSchedule", "pipeline schedule", [
+  I32EnumAttrCase<"None", 0, "none">,
+  I32EnumAttrCase<"Gpipe", 1, "gpipe">,
+  I32EnumAttrCase<"OneFOneB", 2, "1f1b">,
+  I32EnumAttrCase<"Interleaved1F1B", 3, "interleaved-1f1b">
+]> {
+  let cppNamespace = "::mlir::parc";
+  let genSpecializedAttr = 0;
+}
+
+/// A schedule name as a quoted string: "1f1b" is no MLIR keyword.
+def Parc_PpScheduleParameter
+    : AttrParameter<"::mlir::parc::PpSchedule", "pipeline schedule"> {
+  let parser = [{ ::mlir::parc::parsePpSchedule($_parser) }];
+  let printer = [{
+    $_printer << '"' << ::mlir::parc::stringifyPpSchedule($_self) << '"'
+  }];
+}
+
+def Parc_PipelinePlanAttr : AttrDef<Parc_Dialect, "PipelinePlan"> {
+  let mnemonic = "pp";
+  let summary = "The pipeline plan of a model (apply-pp)";
+  let description = [{
+    `parc.pp` on a `parc.model`: `stages` ranks on the pp axis, each running
+    `chunks` virtual stages (interleaved 1F1B), `microbatches` per step in
+    the order of `schedule`; what apply-pp balanced (layers and FLOPs per
+    virtual stage, the micro-batches each stage holds in flight at most)
+    and the schedule's bubble. The steps themselves are
+    `parc.pp_schedule`, checked against these counts.
+
+    ```mlir
+    parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1,
+                       microbatches = 4, stage_layers = array<i64: 2, 2>,
+                       in_flight = array<i64: 2, 1>, bubble = 2.5e-01 : f64>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$stages,
+    Parc_PpScheduleParameter:$schedule,
+    "int64_t":$chunks,
+    "int64_t":$microbatches,
+    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$stage_layers,
+    OptionalParameter<"::mlir::DenseF64ArrayAttr">:$stage_costs,
+    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$in_flight,
+    OptionalParameter<"::mlir::FloatAttr">:$bubble
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bounds on the counts, so that nothing sized from them (the per-stage
+    /// schedules, the unrolled micro-batches) is unbounded.
+    static constexpr int64_t kMaxStages = int64_t(1) << 17;
+    static constexpr int64_t kMaxChunks = 1024;
+    static constexpr int64_t kMaxMicrobatches = 4096;
+  }];
+}
+
 #endif // PARC_DIALECT_PARC_IR_PARCPLANATTRS_TD

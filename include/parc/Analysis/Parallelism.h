@@ -6,9 +6,9 @@
 // shape on one TP rank, the stage that holds it) live in one place.
 //
 //   parc.model  parc.tp_size = 4, parc.tp_sequence_parallel, parc.tp_loss_parallel
-//               parc.pp = {stages, schedule, chunks, microbatches, in_flight, ...}
+//               parc.pp = #parc.pp<stages, schedule, chunks, microbatches, ...>
 //               parc.pp_schedule = [{stage, steps = ["F0", "B0", ...]}, ...]
-//   parc.param  parc.tp = "colwise" | "rowwise" | "vocab" | "replicated",
+//   parc.param  parc.tp = #parc.tp<colwise | rowwise | vocab | replicated>,
 //               parc.tp_padded_dim0 (vocab)
 //   layer       parc.pp_stage, parc.pp_chunk (interleaved)
 //

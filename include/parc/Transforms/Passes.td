@@ -191,8 +191,8 @@ def ApplyTp : Pass<"apply-tp", "::mlir::parc::ModelOp"> {
     sequence-parallel on the residual stream with `sequence-parallel`. Other
     linears stay replicated and are counted.
 
-    Records `parc.tp = "colwise" | "rowwise" | "vocab" | "replicated" |
-    "sequence"` on every `parc.param` (a column-parallel bias is split with
+    Records `parc.tp = #parc.tp<colwise | rowwise | vocab | replicated |
+    sequence>` on every `parc.param` (a column-parallel bias is split with
     its output, a row-parallel bias is replicated), `parc.tp_padded_dim0` on
     vocab-parallel parameters, and `parc.tp_size`,
     `parc.tp_sequence_parallel`, `parc.tp_loss_parallel` on the model.
@@ -265,8 +265,16 @@ def ApplyPp : Pass<"apply-pp", "::mlir::parc::ModelOp"> {
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"1",
            "Pipeline stages (ranks on the pp axis)">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe | 1f1b | interleaved-1f1b">,
+    Option<"schedule", "schedule", "::mlir::parc::PpSchedule",
+           /*default=*/"::mlir::parc::PpSchedule::OneFOneB",
+           "Pipeline schedule", [{::llvm::cl::values(
+             clEnumValN(::mlir::parc::PpSchedule::Gpipe, "gpipe",
+                        "every forward, then every backward"),
+             clEnumValN(::mlir::parc::PpSchedule::OneFOneB, "1f1b",
+                        "one forward, one backward (PipeDream-flush)"),
+             clEnumValN(::mlir::parc::PpSchedule::Interleaved1F1B,
+                        "interleaved-1f1b",
+                        "1F1B over `chunks` virtual stages per rank"))}]>,
     Option<"chunks", "chunks", "int64_t", /*default=*/"1",
            "Virtual stages per rank (interleaved-1f1b)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",

@@ -1004,73 +1004,92 @@ parc.model @program_wait_root class "M" {
 // -----
 
 // expected-error@+1 {{'parc.model' op has 'parc.pp' but no 'parc.pp_schedule'}}
-parc.model @plan_only class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}} {
+parc.model @plan_only class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>} {
 }
 
 // -----
 
-// expected-error@+1 {{'parc.model' op has 'parc.pp_schedule' without 'parc.pp'}}
+// expected-error@+1 {{'parc.model' op has 'parc.pp_schedule' without a #parc.pp 'parc.pp'}}
 parc.model @schedule_only class "M" attributes {parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}]} {
 }
 
 // -----
 
-// expected-error@+1 {{'parc.model' op 'parc.pp' stages must be in [1, 131072], got -1}}
-parc.model @pp_negative class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = -1 : i64}, parc.pp_schedule = []} {
+// expected-error@+1 {{#parc.pp stages must be in [1, 131072], got -1}}
+parc.model @pp_negative class "M" attributes {parc.pp = #parc.pp<stages = -1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = []} {
 }
 
 // -----
 
-// expected-error@+1 {{'parc.model' op 'parc.pp' microbatches must be in [1, 4096], got 1000000}}
-parc.model @pp_micro_huge class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1000000 : i64, schedule = "1f1b", stages = 1 : i64}, parc.pp_schedule = []} {
+// expected-error@+1 {{#parc.pp microbatches must be in [1, 4096], got 1000000}}
+parc.model @pp_micro_huge class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1000000>, parc.pp_schedule = []} {
 }
 
 // -----
 
-// expected-error@+1 {{'parc.model' op 'parc.pp' schedule must be one of none, gpipe, 1f1b, interleaved-1f1b}}
-parc.model @pp_schedule_name class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "zigzag", stages = 1 : i64}, parc.pp_schedule = []} {
+// expected-error@+2 {{unknown pipeline schedule "zigzag" (expected none, gpipe, 1f1b or interleaved-1f1b)}}
+// expected-error@+1 {{failed to parse Parc_PipelinePlanAttr parameter 'schedule'}}
+parc.model @pp_schedule_name class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "zigzag", chunks = 1, microbatches = 1>, parc.pp_schedule = []} {
+}
+
+// -----
+
+// expected-error@+1 {{#parc.pp has 2 chunks, which only interleaved-1f1b runs}}
+parc.model @pp_chunks class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 2, microbatches = 2>, parc.pp_schedule = []} {
+}
+
+// -----
+
+// expected-error@+1 {{#parc.pp in_flight has 1 entries for 2 stages}}
+parc.model @pp_in_flight class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 2, in_flight = [2]>, parc.pp_schedule = []} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp' must be a #parc.pp<...> plan, got {stages = 2 : i64}}}
+parc.model @pp_dictionary class "M" attributes {parc.pp = {stages = 2 : i64}, parc.pp_schedule = []} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 runs F0 twice}}
-parc.model @twice class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+parc.model @twice class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 runs B0 before its forward}}
-parc.model @before_forward class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["B0", "F0"]}]} {
+parc.model @before_forward class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["B0", "F0"]}]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 never runs the backward of micro-batch 0}}
-parc.model @never_backward class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0"]}]} {
+parc.model @never_backward class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0"]}]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 never runs the forward of micro-batch 0}}
-parc.model @missing_stage class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}]} {
+parc.model @missing_stage class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 runs F1, outside the 1 micro-batches x 1 chunks of 'parc.pp'}}
-parc.model @outside class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 2 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0", "F1"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+parc.model @outside class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0", "F1"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' stage must be in [0, 0], got 3}}
-parc.model @stage_range class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 1 : i64}, parc.pp_schedule = [{stage = 3 : i64, steps = ["F0", "B0"]}]} {
+parc.model @stage_range class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 3 : i64, steps = ["F0", "B0"]}]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 has step "W0", not F<micro-batch> or B<micro-batch> with an optional .c<chunk>}}
-parc.model @bad_step class "M" attributes {parc.pp = {chunks = 1 : i64, microbatches = 1 : i64, schedule = "1f1b", stages = 1 : i64}, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "W0"]}]} {
+parc.model @bad_step class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "W0"]}]} {
 }
 
 // -----
