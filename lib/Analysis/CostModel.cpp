@@ -1,12 +1,8 @@
 //===- CostModel.cpp - per-step time from FLOPs and collectives -----------===//
 //
-// FLOPs come from the model's own op graph, traced like the memory replay
-// traces it: each layer's forward is inlined through parc.call at the run's
-// micro-batch and sequence, and every op contributes its forward FLOPs, its
-// backward FLOPs (the gradients that are actually needed: a frozen weight
-// has no weight gradient, an input nothing trainable precedes has no input
-// gradient) and, under remat, the forward backward reruns. Communication
-// comes from the FSDP units: the bytes every all-gather and reduce-scatter
+// FLOPs come from the model's own op graph (FlopCount.h): each layer at its
+// stack's tokens under its remat decision, the root's head and tail.
+// Communication comes from the FSDP units: the bytes every all-gather and reduce-scatter
 // moves over a ring. A two-stream timeline of one micro-batch (compute on
 // one stream, collectives in issue order on the other) gives the exposed
 // communication. docs/cost-model.md states every convention.
@@ -15,16 +11,13 @@
 
 #include "parc/Analysis/CostModel.h"
 
-#include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/FsdpUnits.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/Grids.h"
-#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/ProgramTimeline.h"
 #include "parc/Analysis/Programs.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -33,182 +26,6 @@
 
 using namespace mlir;
 using namespace mlir::parc;
-
-FlopCount &FlopCount::operator+=(const FlopCount &other) {
-  forward += other.forward;
-  backward += other.backward;
-  recompute += other.recompute;
-  matmulForward += other.matmulForward;
-  attentionForward += other.attentionForward;
-  return *this;
-}
-
-namespace {
-
-/// A tensor of the trace: its shape at the run's batch and sequence, and
-/// whether a gradient flows back into it.
-struct Tensor {
-  SmallVector<int64_t> shape;
-  bool requiresGrad = false;
-  double elements() const {
-    double count = 1;
-    for (int64_t extent : shape)
-      count *= double(extent);
-    return count;
-  }
-  int64_t lastDim() const { return shape.empty() ? 1 : shape.back(); }
-};
-
-class FlopTracer : public ForwardWalker<FlopTracer, Tensor> {
-public:
-  FlopTracer(int64_t batch, int64_t tokens, bool stopAtLayers, StringRef remat)
-      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens),
-        remat(remat) {}
-
-  FlopCount trace(func::FuncOp forward, bool argsRequireGrad) {
-    SmallVector<Tensor> args;
-    for (BlockArgument arg : forward.getArguments())
-      args.push_back(newTensor(arg.getType(), argsRequireGrad));
-    walk(forward, args);
-    return result;
-  }
-
-  /// Root traces only: whether each layer's input needs a gradient.
-  llvm::DenseMap<Operation *, bool> layerInputGrad;
-  /// Root traces only: the count when the last layer was called.
-  FlopCount beforeLastLayer;
-
-private:
-  Tensor newTensor(Type type, bool requiresGrad) {
-    Tensor tensor;
-    tensor.requiresGrad = requiresGrad;
-    if (auto ranked = dyn_cast<RankedTensorType>(type))
-      for (auto [dim, extent] : llvm::enumerate(ranked.getShape()))
-        tensor.shape.push_back(ShapedType::isDynamic(extent)
-                                   ? (dim == 0 ? batch : tokens)
-                                   : extent);
-    else
-      tensor.shape.push_back(0);
-    return tensor;
-  }
-
-  static bool anyGrad(ArrayRef<Tensor> tensors) {
-    return llvm::any_of(tensors,
-                        [](const Tensor &t) { return t.requiresGrad; });
-  }
-
-  bool hasTrainableParams(NNModuleOp module) {
-    auto [it, inserted] = trainableModules.try_emplace(module, false);
-    if (inserted)
-      module.walk([&](ParamOp param) {
-        if (!isFrozen(param))
-          it->second = true;
-      });
-    return it->second;
-  }
-
-public:
-  /// A layer called from the root's trace, or a module without a forward:
-  /// its results need a gradient when its input or its parameters do.
-  SmallVector<Tensor> visitOpaqueCall(CallOp call, NNModuleOp callee,
-                                      ArrayRef<Tensor> operands) {
-    bool inputGrad = anyGrad(operands);
-    if (callee)
-      layerInputGrad[callee] = inputGrad;
-    if (callee && getLayerTag(callee))
-      beforeLastLayer = result;
-    bool grad = inputGrad || (callee && hasTrainableParams(callee));
-    SmallVector<Tensor> results;
-    for (Value value : call.getResults())
-      results.push_back(newTensor(value.getType(), grad));
-    return results;
-  }
-
-  SmallVector<Tensor> visitOp(Operation &op, ArrayRef<Tensor> operands) {
-    return traceOp(op, operands);
-  }
-
-private:
-  bool isTrainable(Operation *op, SymbolRefAttr ref) {
-    if (!ref)
-      return false;
-    auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, ref);
-    return param && !isFrozen(param);
-  }
-
-  SmallVector<Tensor> traceOp(Operation &op, ArrayRef<Tensor> operands) {
-    auto weight = op.getAttrOfType<SymbolRefAttr>("weight");
-    auto bias = op.getAttrOfType<SymbolRefAttr>("bias");
-    bool weightGrad = isTrainable(&op, weight);
-    bool biasGrad = isTrainable(&op, bias);
-    bool inputGrad = anyGrad(operands);
-    bool outputGrad = inputGrad || weightGrad || biasGrad;
-    SmallVector<Tensor> results;
-    for (Value value : op.getResults())
-      results.push_back(newTensor(value.getType(), outputGrad));
-
-    OpFlops flops;
-    if (auto counted = dyn_cast<FlopsOpInterface>(op)) {
-      SmallVector<SmallVector<int64_t>> shapes;
-      for (const Tensor &operand : operands)
-        shapes.push_back(operand.shape);
-      FlopQuery query;
-      query.operandShapes = shapes;
-      query.resultShape = results.empty() ? ArrayRef<int64_t>()
-                                          : ArrayRef(results.front().shape);
-      if (auto param = weight ? tables.lookupNearestSymbolFrom<ParamOp>(
-                                    &op, weight)
-                              : ParamOp())
-        query.weightElements = param.getNumElements();
-      query.hasBias = bool(bias);
-      query.weightGrad = weightGrad;
-      query.biasGrad = biasGrad;
-      query.inputGrad = inputGrad;
-      flops = counted.getFlops(query);
-    }
-    result.forward += flops.forward;
-    result.backward += flops.backward;
-    result.matmulForward += flops.matmul;
-    result.attentionForward += flops.attention;
-    if (remat == "full" ||
-        (remat == "selective" && op.hasAttr("parc.recompute")))
-      result.recompute += flops.forward;
-    return results;
-  }
-
-  int64_t batch, tokens;
-  StringRef remat;
-  llvm::DenseMap<Operation *, bool> trainableModules;
-  FlopCount result;
-};
-
-} // namespace
-
-FlopCount mlir::parc::countLayerFlops(NNModuleOp layer, StringRef remat,
-                                      int64_t batch, int64_t tokens,
-                                      bool inputRequiresGrad) {
-  return FlopTracer(batch, tokens, /*stopAtLayers=*/false, remat)
-      .trace(layer.getForward(), inputRequiresGrad);
-}
-
-RootFlops mlir::parc::countRootFlops(ModelOp model, int64_t batch,
-                                     int64_t tokens) {
-  RootFlops flops;
-  auto forward =
-      dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward"));
-  if (!forward)
-    return flops;
-  FlopTracer tracer(batch, tokens, /*stopAtLayers=*/true, "none");
-  FlopCount total = tracer.trace(forward, /*argsRequireGrad=*/false);
-  flops.head = tracer.beforeLastLayer;
-  flops.tail.forward = total.forward - flops.head.forward;
-  flops.tail.backward = total.backward - flops.head.backward;
-  flops.tail.recompute = total.recompute - flops.head.recompute;
-  flops.tail.matmulForward = total.matmulForward - flops.head.matmulForward;
-  flops.tail.attentionForward =
-      total.attentionForward - flops.head.attentionForward;
-  return flops;
-}
 
 FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
                                                const CostOptions &options) {
@@ -277,46 +94,29 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   // which also tells whether each layer's input needs a gradient, then
   // every layer at its stack's tokens under its remat decision. Under TP a
   // rank does 1/tp of them (the replicated norms are counted as split too).
-  FlopTracer rootTracer(batch, seq, /*stopAtLayers=*/true, "none");
-  FlopCount rootFlops = rootTracer.trace(
-      cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward")),
-      /*argsRequireGrad=*/false);
-  FlopCount head = rootTracer.beforeLastLayer, tail = rootFlops;
-  tail.forward -= head.forward;
-  tail.backward -= head.backward;
-  tail.recompute -= head.recompute;
-  tail.matmulForward -= head.matmulForward;
-  tail.attentionForward -= head.attentionForward;
+  RootFlops root = countRootFlops(model, batch, seq);
   auto tokensOf = [&](NNModuleOp layer) {
     auto tag = getLayerTag(layer);
     return tag && StringRef(tag->first).starts_with("vision")
                ? options.imageTokens
                : seq;
   };
-  FlopCount modelMicro = rootFlops; // the whole model, one micro-batch
-  auto scale = [](FlopCount flops, double factor) {
-    flops.forward *= factor;
-    flops.backward *= factor;
-    flops.recompute *= factor;
-    flops.matmulForward *= factor;
-    flops.attentionForward *= factor;
-    return flops;
-  };
+  FlopCount modelMicro = root.total; // the whole model, one micro-batch
   double perTpRank = 1.0 / double(tp.size);
   StepPricing pricing;
   for (auto &stageUnits : sizes->layers)
     for (const FsdpUnitSize &unit : stageUnits) {
       auto remat = unit.layer->getAttrOfType<StringAttr>("parc.remat");
-      auto inputGrad = rootTracer.layerInputGrad.find(unit.layer);
+      auto inputGrad = root.layerInputGrad.find(unit.layer);
       FlopCount flops = countLayerFlops(
           unit.layer, remat ? remat.getValue() : "none", batch,
           tokensOf(unit.layer),
-          inputGrad == rootTracer.layerInputGrad.end() || inputGrad->second);
+          inputGrad == root.layerInputGrad.end() || inputGrad->second);
       modelMicro += flops;
-      pricing.layers[unit.path] = scale(flops, perTpRank);
+      pricing.layers[unit.path] = flops.scaled(perTpRank);
     }
-  pricing.head = scale(head, perTpRank);
-  pricing.tail = scale(tail, perTpRank);
+  pricing.head = root.head.scaled(perTpRank);
+  pricing.tail = root.tail.scaled(perTpRank);
 
   int64_t gpusPerNode =
       options.gpusPerNode > 0 ? options.gpusPerNode : hardware->gpusPerNode;
