@@ -10,6 +10,7 @@
 
 #include "parc/Analysis/ProgramTimeline.h"
 
+#include "parc/Analysis/LinkModel.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/Programs.h"
 
@@ -66,14 +67,12 @@ struct Simulation {
 
   explicit Simulation(const StepPricing &pricing) : pricing(pricing) {}
 
+  /// A ring collective over `grid`'s link, among its whole axis or
+  /// `group` ranks of it.
   double linkSeconds(StringRef grid, double bytes, bool allReduce,
                      int64_t group = 0) const {
-    int64_t n = group ? group : pricing.groupSize.lookup(grid);
-    double bandwidth = pricing.bandwidth.lookup(grid);
-    if (n <= 1 || bandwidth <= 0)
-      return 0;
-    double ring = (allReduce ? 2.0 : 1.0) * double(n - 1) / double(n);
-    return ring * bytes / bandwidth;
+    return ringSeconds(bytes, group ? group : pricing.groupSize.lookup(grid),
+                       pricing.bandwidth.lookup(grid), allReduce);
   }
 
   /// The step's entry on the timeline (a scratch entry when none is kept).
@@ -244,7 +243,8 @@ struct Simulation {
           bool grads =
               buffer && buffer.getKind() == BufferKind::ActivationGrad;
           double bytes = double(getBufferBytes(send.getInput()));
-          double seconds = bytes / pricing.bandwidth.lookup("p2p");
+          double seconds =
+              transferSeconds(bytes, pricing.bandwidth.lookup("p2p"));
           double start = std::max(p.t, p.p2pFree);
           p.p2pFree = start + seconds;
           TimedStep &timed = record(

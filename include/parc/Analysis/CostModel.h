@@ -3,9 +3,10 @@
 // Predicts the time of one training step of a planned model from its
 // lowered programs (--lower-to-schedule): the FLOPs of each compute step
 // from the op graph (FlopCount.h: forward, backward, recompute), the bytes
-// of each collective from the program, timed on a compute and a
-// communication stream in program order (ProgramTimeline.h) under a stated
-// compute efficiency and overlap assumption.
+// of each collective from the program over the link its group spans
+// (LinkModel.h), timed on a compute and a communication stream in program
+// order (ProgramTimeline.h) under a stated compute efficiency and overlap
+// assumption.
 // --estimate-cost prints this report; parc-plan renders it as text or JSON.
 // docs/cost-model.md states every convention.
 //
