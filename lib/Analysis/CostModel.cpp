@@ -1,31 +1,26 @@
 //===- CostModel.cpp - per-step time from FLOPs and collectives -----------===//
 //
-// FLOPs come from the model's own op graph, traced like the memory replay
-// traces it: each layer's forward is inlined through parc.call at the run's
-// micro-batch and sequence, and every op contributes its forward FLOPs, its
-// backward FLOPs (the gradients that are actually needed: a frozen weight
-// has no weight gradient, an input nothing trainable precedes has no input
-// gradient) and, under remat, the forward backward reruns. Communication
-// comes from the FSDP units: the bytes every all-gather and reduce-scatter
-// moves over a ring. A two-stream timeline of one micro-batch (compute on
-// one stream, collectives in issue order on the other) gives the exposed
-// communication. docs/cost-model.md states every convention.
+// Prices every step of the lowered programs and times them: compute steps at
+// the FLOPs of the model's op graph (FlopCount.h: each layer at its stack's
+// tokens under its remat decision, the root's head and tail), collectives
+// at the bytes the program gives them over the link their group spans
+// (LinkModel.h), the optimizer at the memory bandwidth. ProgramTimeline.h
+// runs the programs on a compute and a communication stream; this file
+// turns the timed programs into the report. docs/cost-model.md states every
+// convention.
 //
 //===----------------------------------------------------------------------===//
 
 #include "parc/Analysis/CostModel.h"
 
-#include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/FsdpUnits.h"
-#include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/Grids.h"
-#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/LayerStacks.h"
+#include "parc/Analysis/LinkModel.h"
+#include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/ProgramTimeline.h"
 #include "parc/Analysis/Programs.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -34,188 +29,13 @@
 using namespace mlir;
 using namespace mlir::parc;
 
-FlopCount &FlopCount::operator+=(const FlopCount &other) {
-  forward += other.forward;
-  backward += other.backward;
-  recompute += other.recompute;
-  matmulForward += other.matmulForward;
-  attentionForward += other.attentionForward;
-  return *this;
-}
-
 namespace {
 
-/// A tensor of the trace: its shape at the run's batch and sequence, and
-/// whether a gradient flows back into it.
-struct Tensor {
-  SmallVector<int64_t> shape;
-  bool requiresGrad = false;
-  double elements() const {
-    double count = 1;
-    for (int64_t extent : shape)
-      count *= double(extent);
-    return count;
-  }
-  int64_t lastDim() const { return shape.empty() ? 1 : shape.back(); }
-};
-
-class FlopTracer : public ForwardWalker<FlopTracer, Tensor> {
-public:
-  FlopTracer(int64_t batch, int64_t tokens, bool stopAtLayers, RematKind remat)
-      : ForwardWalker(stopAtLayers), batch(batch), tokens(tokens),
-        remat(remat) {}
-
-  FlopCount trace(func::FuncOp forward, bool argsRequireGrad) {
-    SmallVector<Tensor> args;
-    for (BlockArgument arg : forward.getArguments())
-      args.push_back(newTensor(arg.getType(), argsRequireGrad));
-    walk(forward, args);
-    return result;
-  }
-
-  /// Root traces only: whether each layer's input needs a gradient.
-  llvm::DenseMap<Operation *, bool> layerInputGrad;
-  /// Root traces only: the count when the last layer was called.
-  FlopCount beforeLastLayer;
-
-private:
-  Tensor newTensor(Type type, bool requiresGrad) {
-    Tensor tensor;
-    tensor.requiresGrad = requiresGrad;
-    if (auto ranked = dyn_cast<RankedTensorType>(type))
-      for (auto [dim, extent] : llvm::enumerate(ranked.getShape()))
-        tensor.shape.push_back(ShapedType::isDynamic(extent)
-                                   ? (dim == 0 ? batch : tokens)
-                                   : extent);
-    else
-      tensor.shape.push_back(0);
-    return tensor;
-  }
-
-  static bool anyGrad(ArrayRef<Tensor> tensors) {
-    return llvm::any_of(tensors,
-                        [](const Tensor &t) { return t.requiresGrad; });
-  }
-
-  bool hasTrainableParams(NNModuleOp module) {
-    auto [it, inserted] = trainableModules.try_emplace(module, false);
-    if (inserted)
-      module.walk([&](ParamOp param) {
-        if (!isFrozen(param))
-          it->second = true;
-      });
-    return it->second;
-  }
-
-public:
-  /// A layer called from the root's trace, or a module without a forward:
-  /// its results need a gradient when its input or its parameters do.
-  SmallVector<Tensor> visitOpaqueCall(CallOp call, NNModuleOp callee,
-                                      ArrayRef<Tensor> operands) {
-    bool inputGrad = anyGrad(operands);
-    if (callee)
-      layerInputGrad[callee] = inputGrad;
-    if (callee && getLayerTag(callee))
-      beforeLastLayer = result;
-    bool grad = inputGrad || (callee && hasTrainableParams(callee));
-    SmallVector<Tensor> results;
-    for (Value value : call.getResults())
-      results.push_back(newTensor(value.getType(), grad));
-    return results;
-  }
-
-  SmallVector<Tensor> visitOp(Operation &op, ArrayRef<Tensor> operands) {
-    return traceOp(op, operands);
-  }
-
-private:
-  bool isTrainable(Operation *op, SymbolRefAttr ref) {
-    if (!ref)
-      return false;
-    auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, ref);
-    return param && !isFrozen(param);
-  }
-
-  SmallVector<Tensor> traceOp(Operation &op, ArrayRef<Tensor> operands) {
-    auto weight = op.getAttrOfType<SymbolRefAttr>("weight");
-    auto bias = op.getAttrOfType<SymbolRefAttr>("bias");
-    bool weightGrad = isTrainable(&op, weight);
-    bool biasGrad = isTrainable(&op, bias);
-    bool inputGrad = anyGrad(operands);
-    bool outputGrad = inputGrad || weightGrad || biasGrad;
-    SmallVector<Tensor> results;
-    for (Value value : op.getResults())
-      results.push_back(newTensor(value.getType(), outputGrad));
-
-    OpFlops flops;
-    if (auto counted = dyn_cast<FlopsOpInterface>(op)) {
-      SmallVector<SmallVector<int64_t>> shapes;
-      for (const Tensor &operand : operands)
-        shapes.push_back(operand.shape);
-      FlopQuery query;
-      query.operandShapes = shapes;
-      query.resultShape = results.empty() ? ArrayRef<int64_t>()
-                                          : ArrayRef(results.front().shape);
-      if (auto param = weight ? tables.lookupNearestSymbolFrom<ParamOp>(
-                                    &op, weight)
-                              : ParamOp())
-        query.weightElements = param.getNumElements();
-      query.hasBias = bool(bias);
-      query.weightGrad = weightGrad;
-      query.biasGrad = biasGrad;
-      query.inputGrad = inputGrad;
-      flops = counted.getFlops(query);
-    }
-    result.forward += flops.forward;
-    result.backward += flops.backward;
-    result.matmulForward += flops.matmul;
-    result.attentionForward += flops.attention;
-    if (remat == RematKind::Full ||
-        (remat == RematKind::Selective && op.hasAttr("parc.recompute")))
-      result.recompute += flops.forward;
-    return results;
-  }
-
-  int64_t batch, tokens;
-  RematKind remat;
-  llvm::DenseMap<Operation *, bool> trainableModules;
-  FlopCount result;
-};
-
-} // namespace
-
-FlopCount mlir::parc::countLayerFlops(NNModuleOp layer, RematKind remat,
-                                      int64_t batch, int64_t tokens,
-                                      bool inputRequiresGrad) {
-  return FlopTracer(batch, tokens, /*stopAtLayers=*/false, remat)
-      .trace(layer.getForward(), inputRequiresGrad);
-}
-
-RootFlops mlir::parc::countRootFlops(ModelOp model, int64_t batch,
-                                     int64_t tokens) {
-  RootFlops flops;
-  auto forward =
-      dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward"));
-  if (!forward)
-    return flops;
-  FlopTracer tracer(batch, tokens, /*stopAtLayers=*/true, RematKind::None);
-  FlopCount total = tracer.trace(forward, /*argsRequireGrad=*/false);
-  flops.head = tracer.beforeLastLayer;
-  flops.tail.forward = total.forward - flops.head.forward;
-  flops.tail.backward = total.backward - flops.head.backward;
-  flops.tail.recompute = total.recompute - flops.head.recompute;
-  flops.tail.matmulForward = total.matmulForward - flops.head.matmulForward;
-  flops.tail.attentionForward =
-      total.attentionForward - flops.head.attentionForward;
-  return flops;
-}
-
-FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
-                                               const CostOptions &options) {
-  FailureOr<HardwareProfile> hardware = loadHardwareProfile(
-      options.hardware, options.hardwareDir, model.getLoc());
-  if (failed(hardware))
-    return failure();
+/// Refuses options and hardware no estimate can use; returns the fixed
+/// fraction of FSDP communication `overlap` hides (none: the schedule's).
+FailureOr<std::optional<double>>
+checkOptions(ModelOp model, const CostOptions &options,
+             const HardwareProfile &hardware) {
   if (options.seqLen < 0 || options.microBatch < 0 ||
       options.gradAccumulation < 0 || options.imageTokens < 0 ||
       options.gpusPerNode < 0)
@@ -239,158 +59,150 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
              << options.overlap << "'";
     overlapFraction = fraction;
   }
-  if (hardware->bf16Flops <= 0 || hardware->memoryBandwidth <= 0 ||
-      hardware->intraNodeBandwidth <= 0 || hardware->interNodeBandwidth <= 0)
+  if (hardware.bf16Flops <= 0 || hardware.memoryBandwidth <= 0 ||
+      hardware.intraNodeBandwidth <= 0 || hardware.interNodeBandwidth <= 0)
     return mlir::emitError(model->getLoc())
-           << "hardware profile '" << hardware->name
+           << "hardware profile '" << hardware.name
            << "' needs positive FLOP/s and bandwidths for a cost estimate";
+  return overlapFraction;
+}
 
-  FailureOr<ProgramSet> set =
-      getPrograms(model, "estimate-cost", options.seqLen, options.microBatch,
-                  options.gradAccumulation);
-  if (failed(set))
-    return failure();
-  ArrayRef<ProgramOp> programs = set->programs;
-  int64_t seq = set->seq, batch = set->batch,
-          microBatches = set->microBatches;
-
+/// The report's layout: the programs' batch, the ranks of every axis.
+CostReport describeLayout(ModelOp model, const HardwareProfile &hardware,
+                          const CostOptions &options, const ProgramSet &set,
+                          const FsdpUnitSizes &sizes) {
   CostReport report;
-  report.hardware = *hardware;
+  report.hardware = hardware;
   report.options = options;
-  report.options.seqLen = seq;
-  report.options.microBatch = batch;
-  report.options.gradAccumulation = programs.size() == 1 ? microBatches : 1;
-  FailureOr<FsdpUnitSizes> sizes = getFsdpUnitSizes(model, "estimate-cost");
-  if (failed(sizes))
-    return failure();
-  report.ranks = sizes->shards;
-  TpPlan tp = getTpPlan(model);
+  report.options.seqLen = set.seq;
+  report.options.microBatch = set.batch;
+  report.options.gradAccumulation =
+      set.programs.size() == 1 ? set.microBatches : 1;
+  report.ranks = sizes.shards;
   PpPlan pp = getPpPlan(model);
-  int64_t stages = int64_t(programs.size());
-  report.tpSize = tp.size;
-  report.ppStages = stages;
+  report.tpSize = getTpPlan(model).size;
+  report.ppStages = int64_t(set.programs.size());
   report.ppChunks = pp.chunks;
   report.ppSchedule = pp.schedule;
-  report.microBatches = microBatches;
+  report.microBatches = set.microBatches;
+  report.dpReplicas = std::max<int64_t>(1, getGridSize(model, kDpGridName));
+  return report;
+}
 
-  // FLOPs of one micro-batch: the root's own ops (the layers stopped at),
-  // which also tells whether each layer's input needs a gradient, then
-  // every layer at its stack's tokens under its remat decision. Under TP a
-  // rank does 1/tp of them (the replicated norms are counted as split too).
-  FlopTracer rootTracer(batch, seq, /*stopAtLayers=*/true, RematKind::None);
-  FlopCount rootFlops = rootTracer.trace(
-      cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward")),
-      /*argsRequireGrad=*/false);
-  FlopCount head = rootTracer.beforeLastLayer, tail = rootFlops;
-  tail.forward -= head.forward;
-  tail.backward -= head.backward;
-  tail.recompute -= head.recompute;
-  tail.matmulForward -= head.matmulForward;
-  tail.attentionForward -= head.attentionForward;
+/// Prices the compute steps of one micro-batch: the root's own ops (the
+/// layers stopped at), which also tell whether each layer's input needs a
+/// gradient, then every layer at its stack's tokens under its remat
+/// decision. Under TP a rank does 1/tp of them (the replicated norms are
+/// counted as split too). Returns the whole model's FLOPs of one
+/// micro-batch on all TP ranks.
+FlopCount priceCompute(ModelOp model, const FsdpUnitSizes &sizes,
+                       const CostReport &report, StepPricing &pricing) {
+  int64_t batch = report.options.microBatch, seq = report.options.seqLen;
+  RootFlops root = countRootFlops(model, batch, seq);
   auto tokensOf = [&](NNModuleOp layer) {
     auto tag = getLayerTag(layer);
     return tag && StringRef(tag->first).starts_with("vision")
-               ? options.imageTokens
+               ? report.options.imageTokens
                : seq;
   };
-  FlopCount modelMicro = rootFlops; // the whole model, one micro-batch
-  auto scale = [](FlopCount flops, double factor) {
-    flops.forward *= factor;
-    flops.backward *= factor;
-    flops.recompute *= factor;
-    flops.matmulForward *= factor;
-    flops.attentionForward *= factor;
-    return flops;
-  };
-  double perTpRank = 1.0 / double(tp.size);
-  StepPricing pricing;
-  for (auto &stageUnits : sizes->layers)
+  FlopCount modelMicro = root.total;
+  double perTpRank = 1.0 / double(report.tpSize);
+  for (auto &stageUnits : sizes.layers)
     for (const FsdpUnitSize &unit : stageUnits) {
-      auto inputGrad = rootTracer.layerInputGrad.find(unit.layer);
+      auto inputGrad = root.layerInputGrad.find(unit.layer);
       FlopCount flops = countLayerFlops(
           unit.layer, getRemat(unit.layer).value_or(RematKind::None), batch,
           tokensOf(unit.layer),
-          inputGrad == rootTracer.layerInputGrad.end() || inputGrad->second);
+          inputGrad == root.layerInputGrad.end() || inputGrad->second);
       modelMicro += flops;
-      pricing.layers[unit.path] = scale(flops, perTpRank);
+      pricing.layers[unit.path] = flops.scaled(perTpRank);
     }
-  pricing.head = scale(head, perTpRank);
-  pricing.tail = scale(tail, perTpRank);
+  pricing.head = root.head.scaled(perTpRank);
+  pricing.tail = root.tail.scaled(perTpRank);
+  return modelMicro;
+}
 
-  int64_t gpusPerNode =
-      options.gpusPerNode > 0 ? options.gpusPerNode : hardware->gpusPerNode;
-  // Ranks are laid out TP innermost, then FSDP, then the replicas, then PP
-  // (as torchtitan's device mesh): a group is intra-node when its span fits
-  // in a node.
-  auto linkFor = [&](int64_t span, double &bandwidth, std::string &link) {
-    bool intra = span <= gpusPerNode;
-    link = intra ? "intra-node" : "inter-node";
-    bandwidth =
-        intra ? hardware->intraNodeBandwidth : hardware->interNodeBandwidth;
-  };
-  report.dpReplicas = std::max<int64_t>(1, getGridSize(model, kDpGridName));
-  linkFor(report.ranks * tp.size, report.bandwidth, report.link);
-  linkFor(tp.size, report.tpBandwidth, report.tpLink);
-  linkFor(report.ranks * tp.size * report.dpReplicas, report.dpBandwidth,
-          report.dpLink);
-  double tiedBandwidth = 0, p2pBandwidth = 0;
-  std::string tiedLink, p2pLink;
+/// Prices the collectives: each group's ranks and the link its ring spans.
+void priceLinks(const HardwareProfile &hardware, int64_t gpusPerNode,
+                CostReport &report, StepPricing &pricing) {
+  int64_t fsdpSpan = report.ranks * report.tpSize;
+  int64_t dpSpan = fsdpSpan * report.dpReplicas;
+  Link fsdp = getLink(hardware, gpusPerNode, fsdpSpan);
+  Link tp = getLink(hardware, gpusPerNode, report.tpSize);
+  Link dp = getLink(hardware, gpusPerNode, dpSpan);
   // Tied copies sit on the first and last stage: the furthest-apart ranks.
-  linkFor(report.ranks * tp.size * report.dpReplicas * stages, tiedBandwidth,
-          tiedLink);
-  linkFor(report.ranks * tp.size * report.dpReplicas * 2, p2pBandwidth,
-          p2pLink);
-  pricing.bandwidth[kFsdpGridName] = report.bandwidth;
-  pricing.bandwidth[kTpGridName] = report.tpBandwidth;
-  pricing.bandwidth[kDpGridName] = report.dpBandwidth;
-  pricing.bandwidth[kPpGridName] = tiedBandwidth;
-  pricing.bandwidth["p2p"] = p2pBandwidth;
+  Link tied = getLink(hardware, gpusPerNode, dpSpan * report.ppStages);
+  Link p2p = getLink(hardware, gpusPerNode, dpSpan * 2);
+  report.bandwidth = fsdp.bandwidth;
+  report.link = fsdp.name;
+  report.tpBandwidth = tp.bandwidth;
+  report.tpLink = tp.name;
+  report.dpBandwidth = dp.bandwidth;
+  report.dpLink = dp.name;
+  pricing.bandwidth[kFsdpGridName] = fsdp.bandwidth;
+  pricing.bandwidth[kTpGridName] = tp.bandwidth;
+  pricing.bandwidth[kDpGridName] = dp.bandwidth;
+  pricing.bandwidth[kPpGridName] = tied.bandwidth;
+  pricing.bandwidth["p2p"] = p2p.bandwidth;
   pricing.groupSize[kFsdpGridName] = report.ranks;
-  pricing.groupSize[kTpGridName] = tp.size;
+  pricing.groupSize[kTpGridName] = report.tpSize;
   pricing.groupSize[kDpGridName] = report.dpReplicas;
-  pricing.groupSize[kPpGridName] = stages;
-  report.peakFlops = hardware->bf16Flops;
-  report.achievedFlops = hardware->bf16Flops * options.computeEfficiency;
+  pricing.groupSize[kPpGridName] = report.ppStages;
+}
+
+/// Prices what runs at the device's rates: compute at the achieved FLOP/s,
+/// the gradient clipping and the optimizer at the memory bandwidth.
+void priceDevice(const HardwareProfile &hardware, const FsdpUnitSizes &sizes,
+                 CostReport &report, StepPricing &pricing) {
+  report.peakFlops = hardware.bf16Flops;
+  report.achievedFlops =
+      hardware.bf16Flops * report.options.computeEfficiency;
   pricing.achievedFlops = report.achievedFlops;
-  pricing.memoryBandwidth = hardware->memoryBandwidth;
+  pricing.memoryBandwidth = hardware.memoryBandwidth;
   // AdamW reads the parameter, its gradient and both moments and writes the
   // parameter and both moments back.
-  const FsdpUnitSize &anyUnit = sizes->roots.front();
+  const FsdpUnitSize &anyUnit = sizes.roots.front();
   pricing.optimizerBytesPerElement =
       double(3 * anyUnit.masterBytes + 4 * anyUnit.optimBytes);
   pricing.gradientBytesPerElement = double(anyUnit.masterBytes);
-  // A fixed fraction hidden is taken off a timeline on which every FSDP
-  // collective blocks.
-  pricing.blocking = overlapFraction.has_value();
+}
 
-  FailureOr<std::vector<ProgramTime>> times =
-      simulatePrograms(programs, pricing);
-  if (failed(times))
-    return failure();
-  // What a fixed overlap fraction hides of each program's FSDP traffic.
-  std::vector<double> hidden(times->size(), 0);
+/// What a fixed overlap fraction hides of each program's FSDP traffic (never
+/// more than its compute); nothing under overlap=schedule.
+std::vector<double> hiddenByOverlap(ArrayRef<ProgramTime> times,
+                                    std::optional<double> overlapFraction) {
+  std::vector<double> hidden(times.size(), 0);
   if (overlapFraction)
-    for (auto [index, time] : llvm::enumerate(*times))
+    for (auto [index, time] : llvm::enumerate(times))
       hidden[index] =
           std::min(*overlapFraction * (time.allGather.seconds +
                                        time.reduceScatter.seconds),
                    time.compute);
+  return hidden;
+}
+
+/// Fills the report from the timed programs: FLOPs, bytes and exposed
+/// communication are the busiest stage's, the optimizer step the largest,
+/// the step the last program's end.
+void reportTimes(std::vector<ProgramTime> &times, ArrayRef<double> hidden,
+                 const FlopCount &modelMicro, CostReport &report) {
+  double batch = double(report.options.microBatch),
+         seq = double(report.options.seqLen);
   // The busiest stage: compute and waits on its own collectives.
   auto busy = [&](size_t index) {
-    const ProgramTime &time = (*times)[index];
+    const ProgramTime &time = times[index];
     return time.compute + time.fsdpWait - hidden[index];
   };
-  for (size_t index = 1; index < times->size(); ++index)
+  for (size_t index = 1; index < times.size(); ++index)
     if (busy(index) > busy(report.slowestStage))
       report.slowestStage = index;
-  const ProgramTime &slow = (*times)[report.slowestStage];
+  const ProgramTime &slow = times[report.slowestStage];
   double slowHidden = hidden[report.slowestStage];
   report.flops = slow.flops;
   // Tokens per GPU per step: each micro-batch is shared by tp x pp ranks.
-  report.tokensPerStep = double(microBatches) * double(batch) * double(seq) /
-                         double(tp.size * stages);
-  report.modelFlopsPerToken =
-      modelMicro.model() / (double(batch) * double(seq));
+  report.tokensPerStep = double(report.microBatches) * batch * seq /
+                         double(report.tpSize * report.ppStages);
+  report.modelFlopsPerToken = modelMicro.model() / (batch * seq);
   report.allGatherBytes = slow.allGather.bytes;
   report.reduceScatterBytes = slow.reduceScatter.bytes;
   report.allGathers = slow.allGather.count;
@@ -402,7 +214,7 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   report.tpBytes = slow.tp.bytes;
   report.tpSeconds = slow.tp.seconds;
   // The optimizer step of the stage with the most parameters.
-  for (const ProgramTime &time : *times)
+  for (const ProgramTime &time : times)
     if (time.optimizerSeconds > report.optimizerSeconds) {
       report.optimizerBytes = time.optimizerBytes;
       report.optimizerSeconds = time.optimizerSeconds;
@@ -415,33 +227,81 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
     report.p2pBytes = slow.p2p.bytes / double(slow.p2p.count);
     report.p2pSeconds = slow.p2p.seconds / double(slow.p2p.count);
   }
-  for (auto [index, time] : llvm::enumerate(*times)) {
+  for (auto [index, time] : llvm::enumerate(times)) {
     report.stepSeconds = std::max(report.stepSeconds, time.end - hidden[index]);
     report.pipelineSeconds =
         std::max(report.pipelineSeconds, time.backwardEnd - hidden[index]);
     report.stageTimelines.push_back(std::move(time.steps));
   }
-  if (stages > 1) {
-    // The schedule's own bubble: the same programs with the data-parallel
-    // collectives free (their exposed time is reported on its own), idle
-    // time over the slowest stage's busy time.
-    StepPricing scheduleOnly = pricing;
-    scheduleOnly.timeline = false;
-    for (StringRef grid : {kFsdpGridName, kDpGridName, kPpGridName})
-      scheduleOnly.bandwidth[grid] = 0;
-    FailureOr<std::vector<ProgramTime>> bare =
-        simulatePrograms(programs, scheduleOnly);
-    if (failed(bare))
-      return failure();
-    double length = 0, busiest = 0;
-    for (const ProgramTime &time : *bare) {
-      length = std::max(length, time.backwardEnd);
-      busiest = std::max(busiest, time.compute);
-    }
-    report.bubbleFraction = busiest > 0 ? (length - busiest) / busiest : 0;
-    report.closedFormBubble =
-        double(stages - 1) / (double(pp.chunks) * double(microBatches));
+}
+
+/// The schedule's own bubble: the same programs with the data-parallel
+/// collectives free (their exposed time is reported on its own), idle time
+/// over the slowest stage's busy time, next to the closed form.
+LogicalResult reportBubble(ArrayRef<ProgramOp> programs,
+                           const StepPricing &pricing, CostReport &report) {
+  StepPricing scheduleOnly = pricing;
+  scheduleOnly.timeline = false;
+  for (StringRef grid : {kFsdpGridName, kDpGridName, kPpGridName})
+    scheduleOnly.bandwidth[grid] = 0;
+  FailureOr<std::vector<ProgramTime>> bare =
+      simulatePrograms(programs, scheduleOnly);
+  if (failed(bare))
+    return failure();
+  double length = 0, busiest = 0;
+  for (const ProgramTime &time : *bare) {
+    length = std::max(length, time.backwardEnd);
+    busiest = std::max(busiest, time.compute);
   }
+  report.bubbleFraction = busiest > 0 ? (length - busiest) / busiest : 0;
+  report.closedFormBubble =
+      double(report.ppStages - 1) /
+      (double(report.ppChunks) * double(report.microBatches));
+  return success();
+}
+
+} // namespace
+
+FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
+                                               const CostOptions &options) {
+  FailureOr<HardwareProfile> hardware = loadHardwareProfile(
+      options.hardware, options.hardwareDir, model.getLoc());
+  if (failed(hardware))
+    return failure();
+  FailureOr<std::optional<double>> overlapFraction =
+      checkOptions(model, options, *hardware);
+  if (failed(overlapFraction))
+    return failure();
+  FailureOr<ProgramSet> set =
+      getPrograms(model, "estimate-cost", options.seqLen, options.microBatch,
+                  options.gradAccumulation);
+  if (failed(set))
+    return failure();
+  FailureOr<FsdpUnitSizes> sizes = getFsdpUnitSizes(model, "estimate-cost");
+  if (failed(sizes))
+    return failure();
+
+  CostReport report = describeLayout(model, *hardware, options, *set, *sizes);
+  StepPricing pricing;
+  FlopCount modelMicro = priceCompute(model, *sizes, report, pricing);
+  priceLinks(*hardware,
+             options.gpusPerNode > 0 ? options.gpusPerNode
+                                     : hardware->gpusPerNode,
+             report, pricing);
+  priceDevice(*hardware, *sizes, report, pricing);
+  // A fixed fraction hidden is taken off a timeline on which every FSDP
+  // collective blocks.
+  pricing.blocking = overlapFraction->has_value();
+
+  FailureOr<std::vector<ProgramTime>> times =
+      simulatePrograms(set->programs, pricing);
+  if (failed(times))
+    return failure();
+  reportTimes(*times, hiddenByOverlap(*times, *overlapFraction), modelMicro,
+              report);
+  if (report.ppStages > 1 &&
+      failed(reportBubble(set->programs, pricing, report)))
+    return failure();
   return report;
 }
 

@@ -10,6 +10,7 @@
 
 #include "parc/Analysis/ProgramTimeline.h"
 
+#include "parc/Analysis/LinkModel.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Analysis/Programs.h"
 
@@ -66,14 +67,12 @@ struct Simulation {
 
   explicit Simulation(const StepPricing &pricing) : pricing(pricing) {}
 
+  /// A ring collective over `grid`'s link, among its whole axis or
+  /// `group` ranks of it.
   double linkSeconds(StringRef grid, double bytes, bool allReduce,
                      int64_t group = 0) const {
-    int64_t n = group ? group : pricing.groupSize.lookup(grid);
-    double bandwidth = pricing.bandwidth.lookup(grid);
-    if (n <= 1 || bandwidth <= 0)
-      return 0;
-    double ring = (allReduce ? 2.0 : 1.0) * double(n - 1) / double(n);
-    return ring * bytes / bandwidth;
+    return ringSeconds(bytes, group ? group : pricing.groupSize.lookup(grid),
+                       pricing.bandwidth.lookup(grid), allReduce);
   }
 
   /// The step's entry on the timeline (a scratch entry when none is kept).
@@ -147,136 +146,23 @@ struct Simulation {
     size_t index = p.next;
     bool ran = true;
     llvm::TypeSwitch<Operation *>(op)
-        .Case([&](ForwardStepOp forward) {
-          p.microBatch = forward.getMicroBatch();
-          FlopCount flops = flopsOf(forward.getModule(), forward.getPart());
-          p.time.flops.forward += flops.forward;
-          p.time.flops.matmulForward += flops.matmulForward;
-          p.time.flops.attentionForward += flops.attentionForward;
-          compute(p, index,
-                  "forward " + partName(forward.getModule(), forward.getPart()),
-                  flops.forward);
-        })
+        .Case([&](ForwardStepOp forward) { runForward(p, index, forward); })
         .Case([&](RecomputeStepOp recompute) {
-          p.microBatch = recompute.getMicroBatch();
-          FlopCount flops = flopsOf(recompute.getModule(), std::nullopt);
-          p.time.flops.recompute += flops.recompute;
-          compute(p, index, "recompute " + recompute.getModule(),
-                  flops.recompute);
+          runRecompute(p, index, recompute);
         })
-        .Case([&](BackwardStepOp backward) {
-          p.microBatch = backward.getMicroBatch();
-          FlopCount flops = flopsOf(backward.getModule(), backward.getPart());
-          // The root's recompute (none today) runs inside its backward.
-          double seconds = flops.backward;
-          if (backward.getModule().empty())
-            seconds += flops.recompute;
-          p.time.flops.backward += flops.backward;
-          if (backward.getModule().empty())
-            p.time.flops.recompute += flops.recompute;
-          compute(p, index,
-                  "backward " +
-                      partName(backward.getModule(), backward.getPart()),
-                  seconds);
-        })
+        .Case([&](BackwardStepOp backward) { runBackward(p, index, backward); })
         .Case([&](shard::AllGatherOp gather) {
-          BufferOp buffer = bufferOf(gather.getInput());
-          double bytes = double(getBufferBytes(gather.getResult()));
-          if (!buffer || buffer.getKind() != BufferKind::ParamShard)
-            return tensorParallel(p, bytes, /*allReduce=*/false);
-          p.landing[gather.getResult()] =
-              fsdpCollective(p, index, "all-gather ", buffer, bytes,
-                             gather.getGrid(), p.time.allGather);
+          runAllGather(p, index, gather);
         })
-        .Case([&](WaitOp wait) {
-          // The compute stream stalls for what of the collective the steps
-          // since its issue did not hide.
-          Value pending = wait.getCollective();
-          double stall = std::max(0.0, p.landing.lookup(pending) - p.t);
-          Operation *issue = pending.getDefiningOp();
-          BufferOp buffer = issue && issue->getNumOperands() == 1
-                                ? bufferOf(issue->getOperand(0))
-                                : BufferOp();
-          record(p, index,
-                 (isa_and_nonnull<shard::ReduceScatterOp>(issue)
-                      ? "wait reduce-scatter "
-                      : "wait all-gather ") +
-                     unitName(buffer ? buffer.getOf() : ""),
-                 TimedStep::Compute, p.t, stall);
-          p.time.fsdpWait += stall;
-          p.t += stall;
-        })
+        .Case([&](WaitOp wait) { runWait(p, index, wait); })
         .Case([&](shard::ReduceScatterOp scatter) {
-          BufferOp buffer = bufferOf(scatter.getInput());
-          double bytes = double(getBufferBytes(scatter.getInput()));
-          if (!buffer || buffer.getKind() != BufferKind::Gradient)
-            return tensorParallel(p, bytes, /*allReduce=*/false);
-          p.landing[scatter.getResult()] =
-              fsdpCollective(p, index, "reduce-scatter ", buffer, bytes,
-                             scatter.getGrid(), p.time.reduceScatter);
+          runReduceScatter(p, index, scatter);
         })
         .Case([&](shard::AllReduceOp reduce) {
-          double bytes = double(getBufferBytes(reduce.getInput()));
-          StringRef grid = reduce.getGrid();
-          if (grid == kTpGridName)
-            return tensorParallel(p, bytes, /*allReduce=*/true);
-          BufferOp buffer = bufferOf(reduce.getInput());
-          if (!buffer)
-            if (auto scatter =
-                    reduce.getInput().getDefiningOp<shard::ReduceScatterOp>())
-              buffer = bufferOf(scatter.getInput());
-          int64_t group = 0;
-          if (auto holders =
-                  reduce->getAttrOfType<DenseI64ArrayAttr>("parc.group"))
-            group = holders.size();
-          double seconds = linkSeconds(grid, bytes, true, group);
-          Traffic &traffic = grid == kPpGridName ? p.time.tied : p.time.dp;
-          traffic.bytes += bytes;
-          traffic.seconds += seconds;
-          ++traffic.count;
-          issue(p, index,
-                "all-reduce " + grid + " " +
-                    unitName(buffer ? buffer.getOf() : ""),
-                seconds, bytes, /*fsdp=*/false);
+          runAllReduce(p, index, reduce);
         })
-        .Case([&](shard::SendOp send) {
-          BufferOp buffer = bufferOf(send.getInput());
-          bool grads =
-              buffer && buffer.getKind() == BufferKind::ActivationGrad;
-          double bytes = double(getBufferBytes(send.getInput()));
-          double seconds = bytes / pricing.bandwidth.lookup("p2p");
-          double start = std::max(p.t, p.p2pFree);
-          p.p2pFree = start + seconds;
-          TimedStep &timed = record(
-              p, index, grads ? "send activation gradients" : "send activations",
-              TimedStep::Communication, start, seconds);
-          timed.bytes = bytes;
-          p.time.p2p.bytes += bytes;
-          p.time.p2p.seconds += seconds;
-          ++p.time.p2p.count;
-          int64_t mb = buffer && buffer.getMicroBatch()
-                           ? int64_t(*buffer.getMicroBatch())
-                           : p.microBatch;
-          sent[{p.stage, send.getDestination().front(), grads, mb}].push_back(
-              p.p2pFree);
-        })
-        .Case([&](shard::RecvOp recv) {
-          BufferOp buffer = bufferOf(recv.getInput());
-          bool grads =
-              buffer && buffer.getKind() == BufferKind::ActivationGrad;
-          int64_t mb = buffer && buffer.getMicroBatch()
-                           ? int64_t(*buffer.getMicroBatch())
-                           : p.microBatch;
-          std::optional<ArrayRef<int64_t>> source = recv.getSource();
-          int64_t from = source && !source->empty() ? source->front() : -1;
-          auto it = sent.find({from, p.stage, grads, mb});
-          if (it == sent.end() || it->second.empty()) {
-            ran = false;
-            return;
-          }
-          p.received = std::max(p.received, it->second.front());
-          it->second.pop_front();
-        })
+        .Case([&](shard::SendOp send) { runSend(p, index, send); })
+        .Case([&](shard::RecvOp recv) { ran = runRecv(p, recv); })
         .Case([&](ClipGradNormOp) {
           // The global norm reads every gradient shard once; the scaling
           // is in place.
@@ -295,6 +181,152 @@ struct Simulation {
     if (ran)
       ++p.next;
     return ran;
+  }
+
+  void runForward(Program &p, size_t index, ForwardStepOp forward) {
+    p.microBatch = forward.getMicroBatch();
+    FlopCount flops = flopsOf(forward.getModule(), forward.getPart());
+    p.time.flops.forward += flops.forward;
+    p.time.flops.matmulForward += flops.matmulForward;
+    p.time.flops.attentionForward += flops.attentionForward;
+    compute(p, index,
+            "forward " + partName(forward.getModule(), forward.getPart()),
+            flops.forward);
+  }
+
+  void runRecompute(Program &p, size_t index, RecomputeStepOp recompute) {
+    p.microBatch = recompute.getMicroBatch();
+    FlopCount flops = flopsOf(recompute.getModule(), std::nullopt);
+    p.time.flops.recompute += flops.recompute;
+    compute(p, index, "recompute " + recompute.getModule(), flops.recompute);
+  }
+
+  void runBackward(Program &p, size_t index, BackwardStepOp backward) {
+    p.microBatch = backward.getMicroBatch();
+    FlopCount flops = flopsOf(backward.getModule(), backward.getPart());
+    // The root's recompute (none today) runs inside its backward.
+    double seconds = flops.backward;
+    if (backward.getModule().empty())
+      seconds += flops.recompute;
+    p.time.flops.backward += flops.backward;
+    if (backward.getModule().empty())
+      p.time.flops.recompute += flops.recompute;
+    compute(p, index,
+            "backward " + partName(backward.getModule(), backward.getPart()),
+            seconds);
+  }
+
+  /// An FSDP gather of a parameter shard, or a TP gather of an activation.
+  void runAllGather(Program &p, size_t index, shard::AllGatherOp gather) {
+    BufferOp buffer = bufferOf(gather.getInput());
+    double bytes = double(getBufferBytes(gather.getResult()));
+    if (!buffer || buffer.getKind() != BufferKind::ParamShard)
+      return tensorParallel(p, bytes, /*allReduce=*/false);
+    p.landing[gather.getResult()] =
+        fsdpCollective(p, index, "all-gather ", buffer, bytes,
+                       gather.getGrid(), p.time.allGather);
+  }
+
+  /// The compute stream stalls for what of the collective the steps since
+  /// its issue did not hide.
+  void runWait(Program &p, size_t index, WaitOp wait) {
+    Value pending = wait.getCollective();
+    double stall = std::max(0.0, p.landing.lookup(pending) - p.t);
+    Operation *issue = pending.getDefiningOp();
+    BufferOp buffer = issue && issue->getNumOperands() == 1
+                          ? bufferOf(issue->getOperand(0))
+                          : BufferOp();
+    record(p, index,
+           (isa_and_nonnull<shard::ReduceScatterOp>(issue)
+                ? "wait reduce-scatter "
+                : "wait all-gather ") +
+               unitName(buffer ? buffer.getOf() : ""),
+           TimedStep::Compute, p.t, stall);
+    p.time.fsdpWait += stall;
+    p.t += stall;
+  }
+
+  /// An FSDP reduce-scatter of a unit's gradients, or a TP one of an
+  /// activation.
+  void runReduceScatter(Program &p, size_t index,
+                        shard::ReduceScatterOp scatter) {
+    BufferOp buffer = bufferOf(scatter.getInput());
+    double bytes = double(getBufferBytes(scatter.getInput()));
+    if (!buffer || buffer.getKind() != BufferKind::Gradient)
+      return tensorParallel(p, bytes, /*allReduce=*/false);
+    p.landing[scatter.getResult()] =
+        fsdpCollective(p, index, "reduce-scatter ", buffer, bytes,
+                       scatter.getGrid(), p.time.reduceScatter);
+  }
+
+  /// A TP all-reduce blocks compute; one over the replicas (dp) or the
+  /// stages holding a tied copy (pp, over the group in parc.group) runs on
+  /// the communication stream.
+  void runAllReduce(Program &p, size_t index, shard::AllReduceOp reduce) {
+    double bytes = double(getBufferBytes(reduce.getInput()));
+    StringRef grid = reduce.getGrid();
+    if (grid == kTpGridName)
+      return tensorParallel(p, bytes, /*allReduce=*/true);
+    BufferOp buffer = bufferOf(reduce.getInput());
+    if (!buffer)
+      if (auto scatter =
+              reduce.getInput().getDefiningOp<shard::ReduceScatterOp>())
+        buffer = bufferOf(scatter.getInput());
+    int64_t group = 0;
+    if (auto holders = reduce->getAttrOfType<DenseI64ArrayAttr>("parc.group"))
+      group = holders.size();
+    double seconds = linkSeconds(grid, bytes, true, group);
+    Traffic &traffic = grid == kPpGridName ? p.time.tied : p.time.dp;
+    traffic.bytes += bytes;
+    traffic.seconds += seconds;
+    ++traffic.count;
+    issue(p, index,
+          "all-reduce " + grid + " " + unitName(buffer ? buffer.getOf() : ""),
+          seconds, bytes, /*fsdp=*/false);
+  }
+
+  /// The transfer a pipeline send or receive of `buffer` belongs to.
+  TransferKey transferKey(const Program &p, BufferOp buffer, int64_t from,
+                          int64_t to) const {
+    bool grads = buffer && buffer.getKind() == BufferKind::ActivationGrad;
+    int64_t mb = buffer && buffer.getMicroBatch()
+                     ? int64_t(*buffer.getMicroBatch())
+                     : p.microBatch;
+    return {from, to, grads, mb};
+  }
+
+  /// A pipeline send on the transfer stream; the receive of the other
+  /// stage's program waits until it lands.
+  void runSend(Program &p, size_t index, shard::SendOp send) {
+    BufferOp buffer = bufferOf(send.getInput());
+    TransferKey key =
+        transferKey(p, buffer, p.stage, send.getDestination().front());
+    double bytes = double(getBufferBytes(send.getInput()));
+    double seconds = transferSeconds(bytes, pricing.bandwidth.lookup("p2p"));
+    double start = std::max(p.t, p.p2pFree);
+    p.p2pFree = start + seconds;
+    TimedStep &timed = record(p, index,
+                              std::get<2>(key) ? "send activation gradients"
+                                               : "send activations",
+                              TimedStep::Communication, start, seconds);
+    timed.bytes = bytes;
+    p.time.p2p.bytes += bytes;
+    p.time.p2p.seconds += seconds;
+    ++p.time.p2p.count;
+    sent[key].push_back(p.p2pFree);
+  }
+
+  /// A pipeline receive: false until the matching send has run.
+  bool runRecv(Program &p, shard::RecvOp recv) {
+    std::optional<ArrayRef<int64_t>> source = recv.getSource();
+    int64_t from = source && !source->empty() ? source->front() : -1;
+    auto it = sent.find(
+        transferKey(p, bufferOf(recv.getInput()), from, p.stage));
+    if (it == sent.end() || it->second.empty())
+      return false;
+    p.received = std::max(p.received, it->second.front());
+    it->second.pop_front();
+    return true;
   }
 
   /// An FSDP all-gather or reduce-scatter of `buffer`'s unit; returns when

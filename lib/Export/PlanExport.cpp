@@ -348,6 +348,251 @@ LogicalResult importParallelism(const schema::Parallelism &parallelism,
   return success();
 }
 
+/// Rebuilds the model's tree, parameters and FSDP plan from plan.bin's
+/// tables, in the order the tables refer to each other: modules before
+/// their parameters, parameters before the ties and units that name them.
+/// Errors are emitted at the file.
+class PlanReader {
+public:
+  PlanReader(const schema::Plan &plan, ModelOp model, Location fileLoc)
+      : plan(plan), model(model), fileLoc(fileLoc), b(model.getContext()) {
+    byPath[""] = model;
+  }
+
+  /// Every module and parameter by its dotted path ("" is the model).
+  llvm::StringMap<Operation *> byPath;
+
+  LogicalResult readModules();
+  void readStacks();
+  LogicalResult readParams();
+  LogicalResult readTies();
+  LogicalResult readGrids();
+  LogicalResult readFsdpUnits();
+  void readPrediction();
+
+private:
+  Operation *parentOf(StringRef path, StringRef what);
+  SymbolRefAttr refTo(StringRef path);
+
+  const schema::Plan &plan;
+  ModelOp model;
+  Location fileLoc;
+  OpBuilder b;
+};
+
+Operation *PlanReader::parentOf(StringRef path, StringRef what) {
+  Operation *parent = byPath.lookup(splitPath(path).first);
+  if (!parent)
+    emitError(fileLoc) << "plan.bin lists " << what << " '" << path
+                       << "' before its parent module";
+  return parent;
+}
+
+SymbolRefAttr PlanReader::refTo(StringRef path) {
+  Operation *op = byPath.lookup(path);
+  if (!op || !isa<ParamOp>(op)) {
+    emitError(fileLoc) << "plan.bin refers to unknown parameter '" << path
+                       << "'";
+    return nullptr;
+  }
+  if (SymbolRefAttr ref = getRelativeRef(model, op))
+    return ref;
+  emitError(fileLoc) << "plan.bin refers to parameter '" << path
+                     << "', which has no symbol path from the model";
+  return nullptr;
+}
+
+LogicalResult PlanReader::readModules() {
+  if (!plan.modules())
+    return success();
+  const schema::Parallelism *parallelism = plan.parallelism();
+  bool isPipelined = parallelism && parallelism->pp_schedule() &&
+                     parallelism->pp_schedule()->size();
+  int64_t chunks = parallelism ? parallelism->pp_chunks() : 1;
+  for (const schema::Module *entry : *plan.modules()) {
+    StringRef path = str(entry->path());
+    Operation *parent = parentOf(path, "module");
+    if (!parent)
+      return failure();
+    b.setInsertionPointToEnd(bodyOf(parent));
+    auto module = NNModuleOp::create(b, fileLoc, splitPath(path).second,
+                                     str(entry->class_name()),
+                                     static_cast<ModuleKind>(entry->kind()));
+    if (entry->stack()) {
+      module->setAttr(kStackAttrName, b.getStringAttr(str(entry->stack())));
+      module->setAttr(kLayerIndexAttrName,
+                      b.getI64IntegerAttr(entry->layer_index()));
+    }
+    if (entry->remat()) {
+      std::optional<RematKind> remat = symbolizeRematKind(str(entry->remat()));
+      if (!remat)
+        return emitError(fileLoc) << "plan.bin module '" << path
+                                  << "' has remat '" << str(entry->remat())
+                                  << "', not none, selective or full";
+      module->setAttr(kRematAttrName,
+                      RematKindAttr::get(b.getContext(), *remat));
+    }
+    if (entry->stack() && isPipelined) {
+      module->setAttr(kPpStageAttrName,
+                      b.getI64IntegerAttr(entry->pp_stage()));
+      if (chunks > 1)
+        module->setAttr(kPpChunkAttrName,
+                        b.getI64IntegerAttr(entry->pp_chunk()));
+    }
+    byPath[path] = module;
+  }
+  return success();
+}
+
+void PlanReader::readStacks() {
+  if (!plan.stacks())
+    return;
+  SmallVector<Attribute> stacks;
+  for (const schema::Stack *stack : *plan.stacks())
+    stacks.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("name", b.getStringAttr(str(stack->name()))),
+         b.getNamedAttr("path", b.getStringAttr(str(stack->path()))),
+         b.getNamedAttr("layers", b.getI64IntegerAttr(stack->layers()))}));
+  model->setAttr(kStacksAttrName, b.getArrayAttr(stacks));
+}
+
+LogicalResult PlanReader::readParams() {
+  if (!plan.params())
+    return success();
+  for (const schema::Param *entry : *plan.params()) {
+    StringRef path = str(entry->path());
+    Operation *parent = parentOf(path, "parameter");
+    if (!parent)
+      return failure();
+    b.setInsertionPointToEnd(bodyOf(parent));
+    SmallVector<int64_t> shape;
+    if (entry->shape())
+      shape.assign(entry->shape()->begin(), entry->shape()->end());
+    auto param = ParamOp::create(
+        b, fileLoc, splitPath(path).second,
+        RankedTensorType::get(shape, fromDType(entry->dtype(), b)));
+    param->setAttr("parc.init", b.getStringAttr(str(entry->init())));
+    if (entry->frozen())
+      param->setAttr("parc.frozen", b.getUnitAttr());
+    if (entry->tp() && entry->tp()->size()) {
+      std::optional<TpRole> role = symbolizeTpRole(str(entry->tp()));
+      if (!role)
+        return emitError(fileLoc) << "plan.bin parameter '" << path
+                                  << "' has TP role '" << str(entry->tp())
+                                  << "', not colwise, rowwise, vocab, "
+                                     "replicated or sequence";
+      param->setAttr(kTpParamAttrName, TpRoleAttr::get(b.getContext(), *role));
+    }
+    if (entry->tp_padded_dim0())
+      param->setAttr(kTpPaddedDim0AttrName,
+                     b.getI64IntegerAttr(entry->tp_padded_dim0()));
+    byPath[path] = param;
+  }
+  return success();
+}
+
+LogicalResult PlanReader::readTies() {
+  if (!plan.ties())
+    return success();
+  b.setInsertionPointToEnd(model.getBody());
+  for (const schema::Tie *tie : *plan.ties()) {
+    if (!tie->params() || tie->params()->size() < 2)
+      return emitError(fileLoc)
+             << "plan.bin: a tie group names "
+             << (tie->params() ? tie->params()->size() : 0)
+             << " parameters; a tie needs at least 2";
+    SmallVector<Attribute> refs;
+    for (const fb::String *path : *tie->params()) {
+      SymbolRefAttr ref = refTo(str(path));
+      if (!ref)
+        return failure();
+      refs.push_back(ref);
+    }
+    TieOp::create(b, fileLoc, b.getArrayAttr(refs));
+  }
+  return success();
+}
+
+LogicalResult PlanReader::readGrids() {
+  if (!plan.grids())
+    return success();
+  b.setInsertionPointToEnd(model.getBody());
+  for (const schema::Grid *grid : *plan.grids()) {
+    if (!grid->shape() || !grid->shape()->size())
+      return emitError(fileLoc)
+             << "plan.bin: grid '" << str(grid->name()) << "' has no shape";
+    SmallVector<int64_t> shape(grid->shape()->begin(), grid->shape()->end());
+    shard::GridOp::create(b, fileLoc, str(grid->name()), shape);
+  }
+  return success();
+}
+
+LogicalResult PlanReader::readFsdpUnits() {
+  if (!plan.fsdp_units())
+    return success();
+  for (const schema::FsdpUnit *entry : *plan.fsdp_units()) {
+    b.setInsertionPointToEnd(model.getBody());
+    auto unit = FsdpUnitOp::create(
+        b, fileLoc, b.getStringAttr(str(entry->name())),
+        b.getStringAttr(str(entry->path())),
+        TypeAttr::get(fromDType(entry->compute_dtype(), b)),
+        TypeAttr::get(fromDType(entry->master_dtype(), b)),
+        TypeAttr::get(fromDType(entry->reduce_dtype(), b)),
+        TypeAttr::get(fromDType(entry->optim_dtype(), b)),
+        b.getBoolAttr(entry->reshard_after_forward()),
+        b.getI64IntegerAttr(entry->prefetch()));
+    OpBuilder body =
+        OpBuilder::atBlockEnd(&unit.getBodyRegion().emplaceBlock());
+    auto sharding = shard::ShardingOp::create(
+        body, fileLoc, str(entry->grid()),
+        ArrayRef<shard::GridAxesAttr>{
+            DenseI16ArrayAttr::get(b.getContext(), {0})});
+    if (!entry->params())
+      continue;
+    for (const schema::ShardedParam *shardEntry : *entry->params()) {
+      SymbolRefAttr ref = refTo(str(shardEntry->path()));
+      if (!ref)
+        return failure();
+      auto shardOp = ShardParamOp::create(
+          body, fileLoc, ref, sharding,
+          body.getI64IntegerAttr(shardEntry->padded_dim0()));
+      if (!shardEntry->tied() || !shardEntry->tied()->size())
+        continue;
+      SmallVector<Attribute> tied;
+      for (const fb::String *path : *shardEntry->tied()) {
+        SymbolRefAttr alias = refTo(str(path));
+        if (!alias)
+          return failure();
+        tied.push_back(alias);
+      }
+      shardOp->setAttr("tied", body.getArrayAttr(tied));
+    }
+  }
+  return success();
+}
+
+void PlanReader::readPrediction() {
+  const schema::Prediction *prediction = plan.prediction();
+  if (!prediction)
+    return;
+  model->setAttr("parc.predicted_peak_bytes",
+                 b.getI64IntegerAttr(prediction->peak_bytes()));
+  model->setAttr("parc.predicted_peak_phase",
+                 b.getStringAttr(str(prediction->peak_phase())));
+  model->setAttr("parc.predicted_fits", b.getBoolAttr(prediction->fits()));
+  if (prediction->hardware())
+    model->setAttr("parc.predicted_hardware",
+                   b.getStringAttr(str(prediction->hardware())));
+  model->setAttr("parc.predicted_seq_len",
+                 b.getI64IntegerAttr(prediction->seq_len()));
+  model->setAttr("parc.predicted_micro_batch",
+                 b.getI64IntegerAttr(prediction->micro_batch_size()));
+  if (const auto *peaks = prediction->stage_peak_bytes())
+    model->setAttr("parc.predicted_stage_peak_bytes",
+                   b.getDenseI64ArrayAttr(
+                       SmallVector<int64_t>(peaks->begin(), peaks->end())));
+}
+
 } // namespace
 
 OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
@@ -368,200 +613,19 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
   b.setInsertionPointToEnd(top->getBody());
   auto model = ModelOp::create(b, fileLoc, str(plan->model_name()),
                                str(plan->model_class()));
-
-  const schema::Parallelism *parallelism = plan->parallelism();
-  bool isPipelined = parallelism && parallelism->pp_schedule() &&
-                     parallelism->pp_schedule()->size();
-  int64_t chunks = parallelism ? parallelism->pp_chunks() : 1;
-  if (parallelism && failed(importParallelism(*parallelism, model)))
+  if (const schema::Parallelism *parallelism = plan->parallelism();
+      parallelism && failed(importParallelism(*parallelism, model)))
     return nullptr;
 
-  llvm::StringMap<Operation *> byPath;
-  byPath[""] = model;
-  auto parentOf = [&](StringRef path, StringRef what) -> Operation * {
-    Operation *parent = byPath.lookup(splitPath(path).first);
-    if (!parent)
-      emitError(fileLoc) << "plan.bin lists " << what << " '" << path
-                         << "' before its parent module";
-    return parent;
-  };
-
-  if (plan->modules())
-    for (const schema::Module *entry : *plan->modules()) {
-      StringRef path = str(entry->path());
-      Operation *parent = parentOf(path, "module");
-      if (!parent)
-        return nullptr;
-      b.setInsertionPointToEnd(bodyOf(parent));
-      auto module = NNModuleOp::create(b, fileLoc, splitPath(path).second,
-                                       str(entry->class_name()),
-                                       static_cast<ModuleKind>(entry->kind()));
-      if (entry->stack()) {
-        module->setAttr(kStackAttrName, b.getStringAttr(str(entry->stack())));
-        module->setAttr(kLayerIndexAttrName,
-                        b.getI64IntegerAttr(entry->layer_index()));
-      }
-      if (entry->remat()) {
-        std::optional<RematKind> remat = symbolizeRematKind(str(entry->remat()));
-        if (!remat) {
-          emitError(fileLoc) << "plan.bin module '" << path
-                             << "' has remat '" << str(entry->remat())
-                             << "', not none, selective or full";
-          return nullptr;
-        }
-        module->setAttr(kRematAttrName, RematKindAttr::get(b.getContext(), *remat));
-      }
-      if (entry->stack() && isPipelined) {
-        module->setAttr(kPpStageAttrName,
-                        b.getI64IntegerAttr(entry->pp_stage()));
-        if (chunks > 1)
-          module->setAttr(kPpChunkAttrName,
-                          b.getI64IntegerAttr(entry->pp_chunk()));
-      }
-      byPath[path] = module;
-    }
-
-  if (plan->stacks()) {
-    SmallVector<Attribute> stacks;
-    for (const schema::Stack *stack : *plan->stacks())
-      stacks.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("name", b.getStringAttr(str(stack->name()))),
-           b.getNamedAttr("path", b.getStringAttr(str(stack->path()))),
-           b.getNamedAttr("layers", b.getI64IntegerAttr(stack->layers()))}));
-    model->setAttr(kStacksAttrName, b.getArrayAttr(stacks));
-  }
-
-  if (plan->params())
-    for (const schema::Param *entry : *plan->params()) {
-      StringRef path = str(entry->path());
-      Operation *parent = parentOf(path, "parameter");
-      if (!parent)
-        return nullptr;
-      b.setInsertionPointToEnd(bodyOf(parent));
-      SmallVector<int64_t> shape;
-      if (entry->shape())
-        shape.assign(entry->shape()->begin(), entry->shape()->end());
-      auto param = ParamOp::create(
-          b, fileLoc, splitPath(path).second,
-          RankedTensorType::get(shape, fromDType(entry->dtype(), b)));
-      param->setAttr("parc.init", b.getStringAttr(str(entry->init())));
-      if (entry->frozen())
-        param->setAttr("parc.frozen", b.getUnitAttr());
-      if (entry->tp() && entry->tp()->size()) {
-        std::optional<TpRole> role = symbolizeTpRole(str(entry->tp()));
-        if (!role) {
-          emitError(fileLoc) << "plan.bin parameter '" << path
-                             << "' has TP role '" << str(entry->tp())
-                             << "', not colwise, rowwise, vocab, replicated "
-                                "or sequence";
-          return nullptr;
-        }
-        param->setAttr(kTpParamAttrName, TpRoleAttr::get(b.getContext(), *role));
-      }
-      if (entry->tp_padded_dim0())
-        param->setAttr(kTpPaddedDim0AttrName,
-                       b.getI64IntegerAttr(entry->tp_padded_dim0()));
-      byPath[path] = param;
-    }
-
-  auto refTo = [&](StringRef path) -> SymbolRefAttr {
-    Operation *op = byPath.lookup(path);
-    if (!op || !isa<ParamOp>(op)) {
-      emitError(fileLoc) << "plan.bin refers to unknown parameter '" << path
-                         << "'";
-      return nullptr;
-    }
-    if (SymbolRefAttr ref = getRelativeRef(model, op))
-      return ref;
-    emitError(fileLoc) << "plan.bin refers to parameter '" << path
-                       << "', which has no symbol path from the model";
+  PlanReader reader(*plan, model, fileLoc);
+  if (failed(reader.readModules()))
     return nullptr;
-  };
-
-  b.setInsertionPointToEnd(model.getBody());
-  if (plan->ties())
-    for (const schema::Tie *tie : *plan->ties()) {
-      if (!tie->params() || tie->params()->size() < 2) {
-        emitError(fileLoc) << "plan.bin: a tie group names "
-                           << (tie->params() ? tie->params()->size() : 0)
-                           << " parameters; a tie needs at least 2";
-        return nullptr;
-      }
-      SmallVector<Attribute> refs;
-      for (const fb::String *path : *tie->params()) {
-        SymbolRefAttr ref = refTo(str(path));
-        if (!ref)
-          return nullptr;
-        refs.push_back(ref);
-      }
-      TieOp::create(b, fileLoc, b.getArrayAttr(refs));
-    }
-  if (plan->grids())
-    for (const schema::Grid *grid : *plan->grids()) {
-      if (!grid->shape() || !grid->shape()->size()) {
-        emitError(fileLoc) << "plan.bin: grid '" << str(grid->name())
-                           << "' has no shape";
-        return nullptr;
-      }
-      SmallVector<int64_t> shape(grid->shape()->begin(), grid->shape()->end());
-      shard::GridOp::create(b, fileLoc, str(grid->name()), shape);
-    }
-  if (plan->fsdp_units())
-    for (const schema::FsdpUnit *entry : *plan->fsdp_units()) {
-      b.setInsertionPointToEnd(model.getBody());
-      auto unit = FsdpUnitOp::create(
-          b, fileLoc, b.getStringAttr(str(entry->name())),
-          b.getStringAttr(str(entry->path())),
-          TypeAttr::get(fromDType(entry->compute_dtype(), b)),
-          TypeAttr::get(fromDType(entry->master_dtype(), b)),
-          TypeAttr::get(fromDType(entry->reduce_dtype(), b)),
-          TypeAttr::get(fromDType(entry->optim_dtype(), b)),
-          b.getBoolAttr(entry->reshard_after_forward()),
-          b.getI64IntegerAttr(entry->prefetch()));
-      OpBuilder body =
-          OpBuilder::atBlockEnd(&unit.getBodyRegion().emplaceBlock());
-      auto sharding = shard::ShardingOp::create(
-          body, fileLoc, str(entry->grid()),
-          ArrayRef<shard::GridAxesAttr>{DenseI16ArrayAttr::get(context, {0})});
-      if (entry->params())
-        for (const schema::ShardedParam *shardEntry : *entry->params()) {
-          SymbolRefAttr ref = refTo(str(shardEntry->path()));
-          if (!ref)
-            return nullptr;
-          auto shardOp = ShardParamOp::create(
-              body, fileLoc, ref, sharding,
-              body.getI64IntegerAttr(shardEntry->padded_dim0()));
-          if (shardEntry->tied() && shardEntry->tied()->size()) {
-            SmallVector<Attribute> tied;
-            for (const fb::String *path : *shardEntry->tied()) {
-              SymbolRefAttr alias = refTo(str(path));
-              if (!alias)
-                return nullptr;
-              tied.push_back(alias);
-            }
-            shardOp->setAttr("tied", body.getArrayAttr(tied));
-          }
-        }
-    }
-  if (const schema::Prediction *prediction = plan->prediction()) {
-    model->setAttr("parc.predicted_peak_bytes",
-                   b.getI64IntegerAttr(prediction->peak_bytes()));
-    model->setAttr("parc.predicted_peak_phase",
-                   b.getStringAttr(str(prediction->peak_phase())));
-    model->setAttr("parc.predicted_fits", b.getBoolAttr(prediction->fits()));
-    if (prediction->hardware())
-      model->setAttr("parc.predicted_hardware",
-                     b.getStringAttr(str(prediction->hardware())));
-    model->setAttr("parc.predicted_seq_len",
-                   b.getI64IntegerAttr(prediction->seq_len()));
-    model->setAttr("parc.predicted_micro_batch",
-                   b.getI64IntegerAttr(prediction->micro_batch_size()));
-    if (const auto *peaks = prediction->stage_peak_bytes())
-      model->setAttr("parc.predicted_stage_peak_bytes",
-                     b.getDenseI64ArrayAttr(SmallVector<int64_t>(
-                         peaks->begin(), peaks->end())));
-  }
-  if (failed(importForwards(*plan, byPath, fileLoc)) ||
+  reader.readStacks();
+  if (failed(reader.readParams()) || failed(reader.readTies()) ||
+      failed(reader.readGrids()) || failed(reader.readFsdpUnits()))
+    return nullptr;
+  reader.readPrediction();
+  if (failed(importForwards(*plan, reader.byPath, fileLoc)) ||
       failed(importPrograms(*plan, model, fileLoc)) || failed(verify(*top)))
     return nullptr;
   return top;

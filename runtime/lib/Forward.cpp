@@ -463,6 +463,94 @@ at::Tensor Executor::ropeTables(int64_t seq, const CompiledOp &op, bool sine) {
   return table;
 }
 
+namespace {
+
+/// The rows of a vocab-parallel embedding shard: this rank looks up the ids
+/// that fall in its rows (from `rank` x rows) and zeros the others.
+at::Tensor vocabShardEmbedding(const at::Tensor &weight, const at::Tensor &ids,
+                               int64_t rank) {
+  int64_t rows = weight.size(0);
+  at::Tensor local = ids - rank * rows;
+  at::Tensor mine = (local >= 0) & (local < rows);
+  return at::embedding(weight, local.masked_fill(~mine, 0)) *
+         mine.unsqueeze(-1).to(weight.scalar_type());
+}
+
+/// Normalises each group of the weight's size along the last dimension
+/// (the whole vector, or one head for q/k norms), in fp32.
+at::Tensor rmsNorm(const CompiledOp &op, const at::Tensor &x,
+                   const at::Tensor &weight) {
+  int64_t group = weight.numel();
+  std::vector<int64_t> grouped = x.sizes().vec();
+  int64_t last = grouped.back();
+  grouped.back() = last / group;
+  grouped.push_back(group);
+  at::Tensor xf = x.to(at::kFloat).reshape(grouped);
+  at::Tensor normed =
+      xf * at::rsqrt(xf.pow(2).mean({-1}, /*keepdim=*/true) + op.eps);
+  at::Tensor scale = op.unitOffset ? weight.to(at::kFloat) + 1.0
+                                   : weight.to(at::kFloat);
+  return (normed * scale).reshape(x.sizes()).to(x.scalar_type());
+}
+
+/// Rotary embedding of every head of `x` with the tables of its sequence.
+at::Tensor rotate(const CompiledOp &op, const at::Tensor &x,
+                  const at::Tensor &cosTable, const at::Tensor &sinTable) {
+  int64_t b = x.size(0), s = x.size(1);
+  at::Tensor heads = x.view({b, s, -1, op.headDim});
+  at::Tensor cos = cosTable.to(x.scalar_type());
+  at::Tensor sin = sinTable.to(x.scalar_type());
+  int64_t half = op.headDim / 2;
+  at::Tensor rotated = at::cat(
+      {-heads.narrow(-1, half, half), heads.narrow(-1, 0, half)}, -1);
+  return (heads * cos + rotated * sin).view(x.sizes());
+}
+
+/// Eager attention (grouped-query, causal or sliding-window, soft-capped)
+/// on the heads q, k and v hold: under TP, this rank's.
+at::Tensor attention(const CompiledOp &op, const at::Tensor &q,
+                     const at::Tensor &k, const at::Tensor &v) {
+  int64_t b = q.size(0), s = q.size(1), d = op.headDim;
+  // Under TP the projections hold this rank's heads: count them.
+  int64_t heads = q.size(-1) / d, kvHeads = k.size(-1) / d;
+  if (heads * d != q.size(-1) || kvHeads * d != k.size(-1) ||
+      v.size(-1) != k.size(-1) || kvHeads == 0 ||
+      heads * op.kvHeads != kvHeads * op.heads)
+    throw std::runtime_error(
+        "forward of '" + op.module + "': attention of " +
+        std::to_string(op.heads) + " heads / " + std::to_string(op.kvHeads) +
+        " KV heads of " + std::to_string(d) + " gets q, k, v of width " +
+        std::to_string(q.size(-1)) + ", " + std::to_string(k.size(-1)) +
+        ", " + std::to_string(v.size(-1)));
+  at::Tensor qh = q.view({b, s, heads, d}).transpose(1, 2);
+  at::Tensor kh = k.view({b, s, kvHeads, d}).transpose(1, 2);
+  at::Tensor vh = v.view({b, s, kvHeads, d}).transpose(1, 2);
+  if (heads != kvHeads) {
+    // Grouped-query attention: each KV head serves consecutive query heads.
+    int64_t rep = heads / kvHeads;
+    kh = kh.repeat_interleave(rep, 1);
+    vh = vh.repeat_interleave(rep, 1);
+  }
+  at::Tensor scores = at::matmul(qh, kh.transpose(-2, -1)) * op.scale;
+  if (op.cap > 0)
+    scores = at::tanh(scores / op.cap) * op.cap;
+  if (op.causal || op.window > 0) {
+    at::Tensor i = at::arange(s, at::kLong).view({s, 1});
+    at::Tensor j = at::arange(s, at::kLong).view({1, s});
+    at::Tensor masked = at::zeros({s, s}, at::kBool);
+    if (op.causal)
+      masked = masked | (j > i);
+    if (op.window > 0)
+      masked = masked | (i - j >= op.window);
+    scores =
+        scores.masked_fill(masked, -std::numeric_limits<float>::infinity());
+  }
+  at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
+  return at::matmul(probs, vh).transpose(1, 2).reshape({b, s, heads * d});
+}
+
+} // namespace
+
 at::Tensor Executor::apply(const CompiledOp &op,
                            const std::vector<at::Tensor> &in,
                            const at::Tensor &weightArg, const at::Tensor &bias) {
@@ -472,26 +560,18 @@ at::Tensor Executor::apply(const CompiledOp &op,
                           : weightArg;
   switch (op.kind) {
   case OpKind::Embedding: {
+    // Vocab-parallel, the ranks' rows are added by the all-reduce (or the
+    // reduce-scatter over the sequence).
     at::Tensor out;
-    if (op.tpReduceOutput) {
-      // Vocab-parallel: this rank looks up the ids in its rows, zeros the
-      // others, and the all-reduce adds the ranks' rows.
-      int64_t rows = weight.size(0);
-      at::Tensor local = in[0] - tpComm->rank() * rows;
-      at::Tensor mine = (local >= 0) & (local < rows);
-      out = at::embedding(weight, local.masked_fill(~mine, 0)) *
-            mine.unsqueeze(-1).to(weight.scalar_type());
-      out = TpReduce::apply(out, intPtr(this));
-    } else if (op.seqScatterOutput) {
-      int64_t rows = weight.size(0);
-      at::Tensor local = in[0] - tpComm->rank() * rows;
-      at::Tensor mine = (local >= 0) & (local < rows);
-      out = at::embedding(weight, local.masked_fill(~mine, 0)) *
-            mine.unsqueeze(-1).to(weight.scalar_type());
-      out = TpScatterSequence::apply(out, intPtr(this), op.module);
-    } else {
+    if (op.tpReduceOutput)
+      out = TpReduce::apply(vocabShardEmbedding(weight, in[0], tpComm->rank()),
+                            intPtr(this));
+    else if (op.seqScatterOutput)
+      out = TpScatterSequence::apply(
+          vocabShardEmbedding(weight, in[0], tpComm->rank()), intPtr(this),
+          op.module);
+    else
       out = at::embedding(weight, in[0]);
-    }
     return op.hasScale ? out * op.scale : out;
   }
   case OpKind::Linear: {
@@ -518,75 +598,19 @@ at::Tensor Executor::apply(const CompiledOp &op,
   }
   case OpKind::Matmul:
     return at::matmul(in[0], weight);
-  case OpKind::RmsNorm: {
-    // Normalise each group of the weight's size along the last dimension
-    // (the whole vector, or one head for q/k norms), in fp32.
-    const at::Tensor &x = in[0];
-    int64_t group = weight.numel();
-    std::vector<int64_t> grouped = x.sizes().vec();
-    int64_t last = grouped.back();
-    grouped.back() = last / group;
-    grouped.push_back(group);
-    at::Tensor xf = x.to(at::kFloat).reshape(grouped);
-    at::Tensor normed =
-        xf * at::rsqrt(xf.pow(2).mean({-1}, /*keepdim=*/true) + op.eps);
-    at::Tensor scale = op.unitOffset ? weight.to(at::kFloat) + 1.0
-                                     : weight.to(at::kFloat);
-    return (normed * scale).reshape(x.sizes()).to(x.scalar_type());
-  }
+  case OpKind::RmsNorm:
+    return rmsNorm(op, in[0], weight);
   case OpKind::LayerNorm:
     return at::layer_norm(in[0], {weight.numel()}, weight,
                           bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt, op.eps);
   case OpKind::Rope: {
-    const at::Tensor &x = in[0];
-    int64_t b = x.size(0), s = x.size(1);
-    at::Tensor heads = x.view({b, s, -1, op.headDim});
-    at::Tensor cos = ropeTables(s, op, false).to(x.scalar_type());
-    at::Tensor sin = ropeTables(s, op, true).to(x.scalar_type());
-    int64_t half = op.headDim / 2;
-    at::Tensor rotated = at::cat(
-        {-heads.narrow(-1, half, half), heads.narrow(-1, 0, half)}, -1);
-    return (heads * cos + rotated * sin).view(x.sizes());
+    int64_t seq = in[0].size(1);
+    at::Tensor cos = ropeTables(seq, op, false);
+    at::Tensor sin = ropeTables(seq, op, true);
+    return rotate(op, in[0], cos, sin);
   }
-  case OpKind::Attention: {
-    const at::Tensor &q = in[0], &k = in[1], &v = in[2];
-    int64_t b = q.size(0), s = q.size(1), d = op.headDim;
-    // Under TP the projections hold this rank's heads: count them.
-    int64_t heads = q.size(-1) / d, kvHeads = k.size(-1) / d;
-    if (heads * d != q.size(-1) || kvHeads * d != k.size(-1) ||
-        v.size(-1) != k.size(-1) || kvHeads == 0 ||
-        heads * op.kvHeads != kvHeads * op.heads)
-      throw std::runtime_error(
-          "forward of '" + op.module + "': attention of " +
-          std::to_string(op.heads) + " heads / " + std::to_string(op.kvHeads) +
-          " KV heads of " + std::to_string(d) + " gets q, k, v of width " +
-          std::to_string(q.size(-1)) + ", " + std::to_string(k.size(-1)) +
-          ", " + std::to_string(v.size(-1)));
-    at::Tensor qh = q.view({b, s, heads, d}).transpose(1, 2);
-    at::Tensor kh = k.view({b, s, kvHeads, d}).transpose(1, 2);
-    at::Tensor vh = v.view({b, s, kvHeads, d}).transpose(1, 2);
-    if (heads != kvHeads) {
-      // Grouped-query attention: each KV head serves consecutive query heads.
-      int64_t rep = heads / kvHeads;
-      kh = kh.repeat_interleave(rep, 1);
-      vh = vh.repeat_interleave(rep, 1);
-    }
-    at::Tensor scores = at::matmul(qh, kh.transpose(-2, -1)) * op.scale;
-    if (op.cap > 0)
-      scores = at::tanh(scores / op.cap) * op.cap;
-    if (op.causal || op.window > 0) {
-      at::Tensor i = at::arange(s, at::kLong).view({s, 1});
-      at::Tensor j = at::arange(s, at::kLong).view({1, s});
-      at::Tensor masked = at::zeros({s, s}, at::kBool);
-      if (op.causal)
-        masked = masked | (j > i);
-      if (op.window > 0)
-        masked = masked | (i - j >= op.window);
-      scores = scores.masked_fill(masked, -std::numeric_limits<float>::infinity());
-    }
-    at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
-    return at::matmul(probs, vh).transpose(1, 2).reshape({b, s, heads * d});
-  }
+  case OpKind::Attention:
+    return attention(op, in[0], in[1], in[2]);
   case OpKind::Add:
     return in[0] + in[1];
   case OpKind::Mul:

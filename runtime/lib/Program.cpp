@@ -73,195 +73,217 @@ public:
   /// (with `stage` as this program's index on the pp grid).
   bool check(int64_t stage, std::multiset<Message> &sends,
              std::multiset<Message> &recvs) {
-    const auto *steps = program.steps();
+    steps = program.steps();
     if (!steps || steps->size() == 0)
       return fail(-1, "has no steps");
-    std::vector<plan::StepKind> defined;
-    std::vector<const plan::Step *> definer;
-    std::vector<int> freed;
-    std::vector<bool> gathersUnit, scattersUnit;
-    // The FSDP reduce-scatter issued and not yet waited for.
-    int scatterInFlight = -1;
-    bool optimizer = false;
-    // The unit a gather (tensor `t`) gathers: its param_shard buffer's.
-    auto gatheredUnit = [&](int t) {
-      return std::string(str(definer[definer[t]->operand()]->path()));
-    };
-    for (unsigned i = 0; i < steps->size(); ++i) {
-      const plan::Step &step = *steps->Get(i);
-      plan::StepKind kind = step.kind();
-      if (optimizer)
-        return fail(i, std::string(kindName(kind)) +
-                           " after the optimizer step; the optimizer step "
-                           "ends the program");
-      int64_t micro = step.micro_batch();
-      if (micro < -1 || micro >= program.micro_batches())
-        return fail(i, "micro-batch " + std::to_string(micro) +
-                           " outside the program's " +
-                           std::to_string(program.micro_batches()));
-      int operand = step.operand();
-      if (operand < -1 || operand >= int(defined.size()))
-        return fail(i, "reads tensor " + std::to_string(operand) +
-                           ", which no earlier step defines");
-      bool defines = kind != plan::StepKind::Free &&
-                     kind != plan::StepKind::Wait &&
-                     kind != plan::StepKind::Forward &&
-                     kind != plan::StepKind::Backward &&
-                     kind != plan::StepKind::Recompute &&
-                     kind != plan::StepKind::OptimizerStep &&
-                     kind != plan::StepKind::ClipGradNorm;
-      if (defines != (step.result() >= 0))
-        return fail(i, std::string(kindName(kind)) +
-                           (defines ? " defines no tensor"
-                                    : " defines a tensor it cannot"));
-      if (defines) {
-        if (step.result() != int(defined.size()))
-          return fail(i, "defines tensor " + std::to_string(step.result()) +
-                             " where the next is " +
-                             std::to_string(defined.size()));
-        if (step.elements() <= 0 || step.bytes() <= 0)
-          return fail(i, "defines an empty tensor");
-        defined.push_back(kind);
-        definer.push_back(&step);
-        freed.push_back(0);
-        gathersUnit.push_back(
-            kind == plan::StepKind::AllGather && operand >= 0 &&
-            defined[operand] == plan::StepKind::Buffer &&
-            definer[operand]->buffer_kind() == plan::BufferKind::ParamShard);
-        scattersUnit.push_back(
-            kind == plan::StepKind::ReduceScatter && operand >= 0 &&
-            defined[operand] == plan::StepKind::Buffer &&
-            definer[operand]->buffer_kind() == plan::BufferKind::Gradient);
-        if (scattersUnit.back()) {
-          // One FSDP reduce-scatter in flight at a time.
-          if (scatterInFlight >= 0)
-            return fail(i, "reduce-scatters FSDP unit " +
-                               unitName(str(definer[operand]->path())) +
-                               " before waiting for the reduce-scatter at "
-                               "tensor " +
-                               std::to_string(scatterInFlight));
-          scatterInFlight = step.result();
-        }
-        if (gathersUnit.back()) {
-          std::string unit = str(definer[operand]->path());
-          if (unwaited.count(unit))
-            return fail(i, "gathers FSDP unit " + unitName(unit) +
-                               " again before waiting for its gather at "
-                               "tensor " +
-                               std::to_string(unwaited[unit]));
-          unwaited[unit] = step.result();
-        }
-      }
-      bool reads = kind != plan::StepKind::Buffer &&
-                   kind != plan::StepKind::Alloc &&
-                   kind != plan::StepKind::Forward &&
-                   kind != plan::StepKind::Backward &&
-                   kind != plan::StepKind::Recompute &&
-                   kind != plan::StepKind::Save &&
-                   kind != plan::StepKind::OptimizerStep &&
-                   kind != plan::StepKind::ClipGradNorm;
-      if (reads && operand < 0)
-        return fail(i, std::string(kindName(kind)) + " reads no tensor");
-      switch (kind) {
-      case plan::StepKind::Free: {
-        plan::StepKind what = defined[operand];
-        if (what != plan::StepKind::Save && what != plan::StepKind::AllGather &&
-            what != plan::StepKind::Alloc)
-          return fail(i, "frees tensor " + std::to_string(operand) +
-                             ", a " + kindName(what) +
-                             " (only saved activations, gathered units and "
-                             "allocations are freed)");
-        if (freed[operand]++)
-          return fail(i, "frees tensor " + std::to_string(operand) +
-                             " a second time");
-        if (gathersUnit[operand] && isUnwaited(operand))
-          return fail(i, "frees the all-gather of FSDP unit " +
-                             unitName(gatheredUnit(operand)) +
-                             " (tensor " + std::to_string(operand) +
-                             ") before waiting for it");
-        break;
-      }
-      case plan::StepKind::Wait: {
-        if (scattersUnit[operand]) {
-          if (scatterInFlight != operand)
-            return fail(i, "waits for the reduce-scatter at tensor " +
-                               std::to_string(operand) +
-                               ", which is not in flight");
-          scatterInFlight = -1;
-          break;
-        }
-        if (!gathersUnit[operand])
-          return fail(i, "waits for tensor " + std::to_string(operand) +
-                             ", a " + kindName(defined[operand]) +
-                             " (only FSDP all-gathers and reduce-scatters "
-                             "are waited for)");
-        if (!isUnwaited(operand))
-          return fail(i, "waits for the all-gather at tensor " +
-                             std::to_string(operand) + " a second time");
-        unwaited.erase(gatheredUnit(operand));
-        break;
-      }
-      case plan::StepKind::Forward:
-      case plan::StepKind::Backward:
-      case plan::StepKind::Recompute:
-        if (!compute(i, step))
-          return false;
-        break;
-      case plan::StepKind::AllGather:
-      case plan::StepKind::ReduceScatter:
-      case plan::StepKind::AllReduce:
-      case plan::StepKind::Send:
-      case plan::StepKind::Recv:
-        if (operand == scatterInFlight && operand >= 0)
-          return fail(i, std::string(kindName(kind)) +
-                             " of the reduce-scatter at tensor " +
-                             std::to_string(operand) +
-                             " before waiting for it");
-        if (!collective(i, step, *definer[operand], stage, sends, recvs))
-          return false;
-        break;
-      case plan::StepKind::OptimizerStep:
-        if (scatterInFlight >= 0)
-          return fail(i, "OptimizerStep before waiting for the "
-                         "reduce-scatter at tensor " +
-                             std::to_string(scatterInFlight));
-        optimizer = true;
-        break;
-      case plan::StepKind::ClipGradNorm: {
-        if (scatterInFlight >= 0)
-          return fail(i, "ClipGradNorm before waiting for the "
-                         "reduce-scatter at tensor " +
-                             std::to_string(scatterInFlight));
-        // The norm is of the reduced gradients the update then uses.
-        bool last = i + 1 == steps->size();
-        if (last ||
-            steps->Get(i + 1)->kind() != plan::StepKind::OptimizerStep)
-          return fail(i, "ClipGradNorm does not immediately precede the "
-                         "optimizer step");
-        if (!(step.max_norm() > 0))
-          return fail(i, "ClipGradNorm to max_norm " +
-                             std::to_string(step.max_norm()) +
-                             " (it must be positive)");
-        break;
-      }
-      case plan::StepKind::Buffer:
-      case plan::StepKind::Save:
-      case plan::StepKind::Alloc:
-        break;
-      }
-    }
+    for (unsigned i = 0; i < steps->size(); ++i)
+      if (!checkStep(i, *steps->Get(i), stage, sends, recvs))
+        return false;
     if (!optimizer)
       return fail(-1, "has no optimizer step");
-    // Saved activations and gathered FSDP units (an all-gather of a
-    // param_shard buffer) are released in the program; collectives on
-    // activations (TP) live as long as the compute that reads them.
-    // Gradient shards live to the end of the step (the optimizer reads them).
+    return checkReleased();
+  }
+
+private:
+  static bool definesTensor(plan::StepKind kind) {
+    return kind != plan::StepKind::Free && kind != plan::StepKind::Wait &&
+           kind != plan::StepKind::Forward &&
+           kind != plan::StepKind::Backward &&
+           kind != plan::StepKind::Recompute &&
+           kind != plan::StepKind::OptimizerStep &&
+           kind != plan::StepKind::ClipGradNorm;
+  }
+
+  static bool readsTensor(plan::StepKind kind) {
+    return kind != plan::StepKind::Buffer && kind != plan::StepKind::Alloc &&
+           kind != plan::StepKind::Forward &&
+           kind != plan::StepKind::Backward &&
+           kind != plan::StepKind::Recompute &&
+           kind != plan::StepKind::Save &&
+           kind != plan::StepKind::OptimizerStep &&
+           kind != plan::StepKind::ClipGradNorm;
+  }
+
+  bool checkStep(unsigned i, const plan::Step &step, int64_t stage,
+                 std::multiset<Message> &sends,
+                 std::multiset<Message> &recvs) {
+    plan::StepKind kind = step.kind();
+    if (optimizer)
+      return fail(i, std::string(kindName(kind)) +
+                         " after the optimizer step; the optimizer step "
+                         "ends the program");
+    int64_t micro = step.micro_batch();
+    if (micro < -1 || micro >= program.micro_batches())
+      return fail(i, "micro-batch " + std::to_string(micro) +
+                         " outside the program's " +
+                         std::to_string(program.micro_batches()));
+    int operand = step.operand();
+    if (operand < -1 || operand >= int(defined.size()))
+      return fail(i, "reads tensor " + std::to_string(operand) +
+                         ", which no earlier step defines");
+    if (!checkDefinition(i, step))
+      return false;
+    if (readsTensor(kind) && operand < 0)
+      return fail(i, std::string(kindName(kind)) + " reads no tensor");
+    switch (kind) {
+    case plan::StepKind::Free:
+      return checkFree(i, operand);
+    case plan::StepKind::Wait:
+      return checkWait(i, operand);
+    case plan::StepKind::Forward:
+    case plan::StepKind::Backward:
+    case plan::StepKind::Recompute:
+      return compute(i, step);
+    case plan::StepKind::AllGather:
+    case plan::StepKind::ReduceScatter:
+    case plan::StepKind::AllReduce:
+    case plan::StepKind::Send:
+    case plan::StepKind::Recv:
+      if (operand == scatterInFlight && operand >= 0)
+        return fail(i, std::string(kindName(kind)) +
+                           " of the reduce-scatter at tensor " +
+                           std::to_string(operand) + " before waiting for it");
+      return collective(i, step, *definer[operand], stage, sends, recvs);
+    case plan::StepKind::OptimizerStep:
+      if (scatterInFlight >= 0)
+        return fail(i, "OptimizerStep before waiting for the "
+                       "reduce-scatter at tensor " +
+                           std::to_string(scatterInFlight));
+      optimizer = true;
+      return true;
+    case plan::StepKind::ClipGradNorm:
+      return checkClipGradNorm(i, step);
+    case plan::StepKind::Buffer:
+    case plan::StepKind::Save:
+    case plan::StepKind::Alloc:
+      return true;
+    }
+    return true;
+  }
+
+  /// The tensor a step defines: the next one, not empty; an FSDP gather or
+  /// reduce-scatter goes in flight (one reduce-scatter at a time, one
+  /// gather per unit).
+  bool checkDefinition(unsigned i, const plan::Step &step) {
+    plan::StepKind kind = step.kind();
+    int operand = step.operand();
+    bool defines = definesTensor(kind);
+    if (defines != (step.result() >= 0))
+      return fail(i, std::string(kindName(kind)) +
+                         (defines ? " defines no tensor"
+                                  : " defines a tensor it cannot"));
+    if (!defines)
+      return true;
+    if (step.result() != int(defined.size()))
+      return fail(i, "defines tensor " + std::to_string(step.result()) +
+                         " where the next is " +
+                         std::to_string(defined.size()));
+    if (step.elements() <= 0 || step.bytes() <= 0)
+      return fail(i, "defines an empty tensor");
+    defined.push_back(kind);
+    definer.push_back(&step);
+    freed.push_back(0);
+    gathersUnit.push_back(
+        kind == plan::StepKind::AllGather && operand >= 0 &&
+        defined[operand] == plan::StepKind::Buffer &&
+        definer[operand]->buffer_kind() == plan::BufferKind::ParamShard);
+    scattersUnit.push_back(
+        kind == plan::StepKind::ReduceScatter && operand >= 0 &&
+        defined[operand] == plan::StepKind::Buffer &&
+        definer[operand]->buffer_kind() == plan::BufferKind::Gradient);
+    if (scattersUnit.back()) {
+      if (scatterInFlight >= 0)
+        return fail(i, "reduce-scatters FSDP unit " +
+                           unitName(str(definer[operand]->path())) +
+                           " before waiting for the reduce-scatter at "
+                           "tensor " +
+                           std::to_string(scatterInFlight));
+      scatterInFlight = step.result();
+    }
+    if (gathersUnit.back()) {
+      std::string unit = str(definer[operand]->path());
+      if (unwaited.count(unit))
+        return fail(i, "gathers FSDP unit " + unitName(unit) +
+                           " again before waiting for its gather at "
+                           "tensor " +
+                           std::to_string(unwaited[unit]));
+      unwaited[unit] = step.result();
+    }
+    return true;
+  }
+
+  /// The unit a gather (tensor `t`) gathers: its param_shard buffer's.
+  std::string gatheredUnit(int t) const {
+    return std::string(str(definer[definer[t]->operand()]->path()));
+  }
+
+  bool checkFree(unsigned i, int operand) {
+    plan::StepKind what = defined[operand];
+    if (what != plan::StepKind::Save && what != plan::StepKind::AllGather &&
+        what != plan::StepKind::Alloc)
+      return fail(i, "frees tensor " + std::to_string(operand) + ", a " +
+                         kindName(what) +
+                         " (only saved activations, gathered units and "
+                         "allocations are freed)");
+    if (freed[operand]++)
+      return fail(i, "frees tensor " + std::to_string(operand) +
+                         " a second time");
+    if (gathersUnit[operand] && isUnwaited(operand))
+      return fail(i, "frees the all-gather of FSDP unit " +
+                         unitName(gatheredUnit(operand)) + " (tensor " +
+                         std::to_string(operand) + ") before waiting for it");
+    return true;
+  }
+
+  bool checkWait(unsigned i, int operand) {
+    if (scattersUnit[operand]) {
+      if (scatterInFlight != operand)
+        return fail(i, "waits for the reduce-scatter at tensor " +
+                           std::to_string(operand) +
+                           ", which is not in flight");
+      scatterInFlight = -1;
+      return true;
+    }
+    if (!gathersUnit[operand])
+      return fail(i, "waits for tensor " + std::to_string(operand) + ", a " +
+                         kindName(defined[operand]) +
+                         " (only FSDP all-gathers and reduce-scatters "
+                         "are waited for)");
+    if (!isUnwaited(operand))
+      return fail(i, "waits for the all-gather at tensor " +
+                         std::to_string(operand) + " a second time");
+    unwaited.erase(gatheredUnit(operand));
+    return true;
+  }
+
+  bool checkClipGradNorm(unsigned i, const plan::Step &step) {
+    if (scatterInFlight >= 0)
+      return fail(i, "ClipGradNorm before waiting for the "
+                     "reduce-scatter at tensor " +
+                         std::to_string(scatterInFlight));
+    // The norm is of the reduced gradients the update then uses.
+    bool last = i + 1 == steps->size();
+    if (last || steps->Get(i + 1)->kind() != plan::StepKind::OptimizerStep)
+      return fail(i, "ClipGradNorm does not immediately precede the "
+                     "optimizer step");
+    if (!(step.max_norm() > 0))
+      return fail(i, "ClipGradNorm to max_norm " +
+                         std::to_string(step.max_norm()) +
+                         " (it must be positive)");
+    return true;
+  }
+
+  /// Saved activations and gathered FSDP units (an all-gather of a
+  /// param_shard buffer) are released in the program; collectives on
+  /// activations (TP) live as long as the compute that reads them.
+  /// Gradient shards live to the end of the step (the optimizer reads
+  /// them). Every forward has its backward.
+  bool checkReleased() {
     for (size_t t = 0; t < defined.size(); ++t)
       if ((defined[t] == plan::StepKind::Save ||
            (defined[t] == plan::StepKind::Alloc &&
             definer[t]->alloc_kind() != plan::AllocKind::GradientShards) ||
-           (defined[t] == plan::StepKind::AllGather &&
-            gathersUnit[t])) &&
+           (defined[t] == plan::StepKind::AllGather && gathersUnit[t])) &&
           !freed[t])
         return fail(-1, std::string("never frees tensor ") +
                             std::to_string(t) + " (" + kindName(defined[t]) +
@@ -272,8 +294,6 @@ public:
                             " but not its backward");
     return true;
   }
-
-private:
   static std::string unitName(const std::string &path) {
     return path.empty() ? "root" : "'" + path + "'";
   }
@@ -393,6 +413,16 @@ private:
   std::map<Key, int> computeState;
   /// Per FSDP unit path, the tensor of its gather in flight.
   std::map<std::string, int> unwaited;
+  const flatbuffers::Vector<flatbuffers::Offset<plan::Step>> *steps = nullptr;
+  /// Per tensor: the kind and step that define it, how often it was freed,
+  /// and whether it is an FSDP unit's gather or reduce-scatter.
+  std::vector<plan::StepKind> defined;
+  std::vector<const plan::Step *> definer;
+  std::vector<int> freed;
+  std::vector<bool> gathersUnit, scattersUnit;
+  /// The FSDP reduce-scatter issued and not yet waited for.
+  int scatterInFlight = -1;
+  bool optimizer = false;
 };
 
 /// Whether `program` covers the rank at `layout`'s coordinates.

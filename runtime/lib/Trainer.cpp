@@ -444,10 +444,168 @@ void appendLine(const std::string &path, const std::string &line) {
     throw std::runtime_error(path + ": cannot write log");
 }
 
+/// What one training step measured, over every rank.
+struct StepStats {
+  double loss = 0, gradNorm = 0;
+};
+
 std::string mib(int64_t bytes) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(2) << bytes / 1048576.0 << " MiB";
   return os.str();
+}
+
+/// The step's line on rank 0's console and every rank's JSON log line.
+void reportStep(const TrainOptions &options, int rank, int64_t t,
+                const StepStats &stats, double tokensPerS, int64_t measured,
+                int64_t predicted) {
+  double ratio = predicted ? double(measured) / predicted : 0.0;
+  if (rank == 0 && !options.quiet) {
+    std::cout << "step " << t << "/" << options.steps << "  loss "
+              << std::setprecision(7) << stats.loss << "  grad_norm "
+              << stats.gradNorm << "  tokens/s " << std::setprecision(5)
+              << tokensPerS << "  peak " << mib(measured);
+    if (predicted)
+      std::cout << "  predicted " << mib(predicted) << "  ratio "
+                << std::setprecision(3) << ratio;
+    std::cout << std::endl;
+  }
+  if (!options.logPath.empty()) {
+    std::ostringstream line;
+    line << std::setprecision(17) << "{\"step\": " << t
+         << ", \"rank\": " << rank << ", \"loss\": " << stats.loss
+         << ", \"grad_norm\": " << stats.gradNorm
+         << ", \"tokens_per_s\": " << tokensPerS
+         << ", \"measured_peak_bytes\": " << measured
+         << ", \"predicted_peak_bytes\": " << predicted
+         << ", \"peak_ratio\": " << ratio << "}\n";
+    appendLine(options.logPath, line.str());
+  }
+}
+
+/// The run's trace: the whole file on one rank, FILE.rank-R for the
+/// launcher to join otherwise.
+void writeTrace(const RunTrace &tracer, const std::string &path,
+                const Collectives &comm) {
+  if (comm.size() == 1) {
+    RunTrace::write(path, {tracer.events()});
+    return;
+  }
+  std::string part = path + ".rank-" + std::to_string(comm.rank());
+  std::ofstream out(part, std::ios::trunc);
+  out << tracer.events();
+  if (!out)
+    throw std::runtime_error(part + ": cannot write trace");
+}
+
+//===----------------------------------------------------------------------===//
+// The step
+//===----------------------------------------------------------------------===//
+
+/// --fault: on its rank and step, after the first micro-batch's forward.
+void injectFault(const TrainOptions &options, int rank, int64_t t,
+                 int64_t micro) {
+  if (rank != options.faultRank || t != options.faultStep || micro != 0)
+    return;
+  std::cerr << "parc-run: rank " << rank << ": injected fault '"
+            << options.faultKind << "' at step " << t << std::endl;
+  if (options.faultKind == "kill")
+    std::raise(SIGKILL);
+  if (options.faultKind == "exit")
+    std::_Exit(7);
+  while (true)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+/// The program's clip_grad_norm: scales every gradient shard down to the
+/// plan's norm (torch.nn.utils.clip_grad_norm_).
+void clipGradients(Executor &exec, double maxNorm, double gradNorm) {
+  double coef = maxNorm / (gradNorm + 1e-6);
+  if (coef >= 1.0)
+    return;
+  for (ParamSlot &slot : exec.slots())
+    if (slot.local && !slot.frozen && slot.master.grad().defined())
+      slot.master.mutable_grad().mul_(coef);
+}
+
+/// AdamW (decoupled weight decay, bias-corrected moments), as
+/// torch.optim.AdamW, on the fp32 master shards, at step `t` (from 1).
+void adamw(Executor &exec, const TrainOptions &options, int64_t t) {
+  double bias1 = 1 - std::pow(options.beta1, t);
+  double bias2 = 1 - std::pow(options.beta2, t);
+  for (ParamSlot &slot : exec.slots()) {
+    if (!slot.local || slot.frozen || !slot.master.grad().defined())
+      continue;
+    at::Tensor grad = slot.master.grad();
+    at::Tensor p = slot.master.detach();
+    p.mul_(1 - options.lr * options.weightDecay);
+    slot.expAvg.lerp_(grad, 1 - options.beta1);
+    slot.expAvgSq.mul_(options.beta2).addcmul_(grad, grad,
+                                               1 - options.beta2);
+    // One temporary the size of the parameter, as torch.optim.AdamW.
+    at::Tensor denom = slot.expAvgSq.sqrt();
+    denom.div_(std::sqrt(bias2)).add_(options.eps);
+    p.addcdiv_(slot.expAvg, denom, -options.lr / bias1);
+    slot.master.mutable_grad() = at::Tensor();
+  }
+}
+
+/// Runs step `step` (from 0): the program is the step, the interpreter
+/// runs its steps in order and calls back for the data, the gradient
+/// clipping and the optimizer step.
+StepStats runStep(Executor &exec, const plan::Program &program,
+                  const ProgramBatch &shape, TokenSource &data,
+                  const TrainOptions &options, int64_t step,
+                  RunTrace *tracer) {
+  Collectives &comm = exec.collectives();
+  const RankLayout &layout = exec.rankLayout();
+  int64_t dp = layout.dataParallel();
+  int64_t gbs = shape.global(dp), mbs = shape.batch;
+  int64_t t = step + 1;
+  StepStats stats;
+  ProgramHooks hooks;
+  // Micro-batch a of data shard d: samples step * gbs + (a * dp + d) * mbs.
+  hooks.batch = [&](int64_t micro) {
+    return data.batch(step * gbs + micro * mbs * dp +
+                          layout.dataIndex() * mbs,
+                      mbs);
+  };
+  hooks.afterForward = [&](int64_t micro) {
+    injectFault(options, comm.rank(), t, micro);
+  };
+  // Global gradient norm over the shards: padding rows have zero
+  // gradients, a tie group is one slot, and gradSquares leaves out the
+  // copies (TP-replicated, tied across stages), so each value counts once.
+  // The loss is counted by the last stage's TP rank 0 of each data shard.
+  bool normed = false;
+  auto measure = [&](double lossSum) {
+    at::Tensor sumSq = at::zeros({2}, at::kDouble);
+    sumSq[0] = exec.gradSquares();
+    sumSq[1] = layout.isLastStage() && layout.tpIndex == 0
+                   ? lossSum / shape.microBatches
+                   : 0.0;
+    comm.allReduceSum(sumSq);
+    stats.gradNorm = std::sqrt(sumSq[0].item<double>());
+    stats.loss = sumSq[1].item<double>() / dp;
+    normed = true;
+  };
+  hooks.clip = [&](double maxNorm, double lossSum) {
+    at::NoGradGuard noGrad;
+    measure(lossSum);
+    clipGradients(exec, maxNorm, stats.gradNorm);
+  };
+  hooks.optimizer = [&](double lossSum) {
+    at::NoGradGuard noGrad;
+    if (!normed)
+      measure(lossSum);
+    adamw(exec, options, t);
+  };
+  if (tracer)
+    hooks.executed = [&](size_t index, double start, double duration) {
+      tracer->executed(step, index, start, duration, liveBytes());
+    };
+  exec.runProgram(program, hooks);
+  return stats;
 }
 
 } // namespace
@@ -471,17 +629,14 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     throw std::runtime_error(planFile.path() + ": no program covers rank " +
                              std::to_string(comm.rank()));
   ProgramBatch shape = programBatch(*program);
-  int64_t seq = shape.seq, mbs = shape.batch;
-  int64_t dp = layout.dataParallel();
-  int64_t gbs = shape.global(dp);
-  int64_t accumulation = shape.microBatches;
+  int64_t gbs = shape.global(layout.dataParallel());
   // With a pipeline each stage has its own prediction.
   int64_t predicted = prediction ? prediction->peak_bytes() : 0;
   if (prediction && prediction->stage_peak_bytes() &&
       layout.ppIndex < int(prediction->stage_peak_bytes()->size()))
     predicted = prediction->stage_peak_bytes()->Get(layout.ppIndex);
 
-  TokenSource data(options, exec.vocabSize(), seq);
+  TokenSource data(options, exec.vocabSize(), shape.seq);
   std::unique_ptr<RunTrace> tracer;
   if (!options.tracePath.empty())
     tracer = std::make_unique<RunTrace>(*program, comm.rank());
@@ -495,142 +650,28 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     if (std::getenv("PARC_RUN_MEMORY_DEBUG"))
       std::cerr << "rank " << comm.rank() << " step " << step + 1
                 << " start: live " << liveBytes() << std::endl;
-    // Micro-batch a of data shard d: samples step * gbs + (a * dp + d) * mbs.
-    auto batch = [&](int64_t micro) {
-      return data.batch(step * gbs + micro * mbs * dp +
-                            layout.dataIndex() * mbs,
-                        mbs);
-    };
-    auto fault = [&](int64_t micro) {
-      if (comm.rank() != options.faultRank || step + 1 != options.faultStep ||
-          micro != 0)
-        return;
-      std::cerr << "parc-run: rank " << comm.rank() << ": injected fault '"
-                << options.faultKind << "' at step " << step + 1 << std::endl;
-      if (options.faultKind == "kill")
-        std::raise(SIGKILL);
-      if (options.faultKind == "exit")
-        std::_Exit(7);
-      while (true)
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-    };
-    // The program is the step: the interpreter runs its steps in order and
-    // calls back for the data and for its optimizer step.
-    double gradNorm = 0, meanLoss = 0;
+    StepStats stats =
+        runStep(exec, *program, shape, data, options, step, tracer.get());
     int64_t t = step + 1;
-    ProgramHooks hooks;
-    hooks.batch = batch;
-    hooks.afterForward = fault;
-    // Global gradient norm over the shards: padding rows have zero
-    // gradients, a tie group is one slot, and gradSquares leaves out the
-    // copies (TP-replicated, tied across stages), so each value counts once.
-    // The loss is counted by the last stage's TP rank 0 of each data shard.
-    bool normed = false;
-    auto measure = [&](double lossSum) {
-      at::Tensor sumSq = at::zeros({2}, at::kDouble);
-      sumSq[0] = exec.gradSquares();
-      sumSq[1] = layout.isLastStage() && layout.tpIndex == 0
-                     ? lossSum / accumulation
-                     : 0.0;
-      comm.allReduceSum(sumSq);
-      gradNorm = std::sqrt(sumSq[0].item<double>());
-      meanLoss = sumSq[1].item<double>() / dp;
-      normed = true;
-    };
-    // The program's clip_grad_norm: scale every gradient shard down to the
-    // plan's norm (torch.nn.utils.clip_grad_norm_).
-    hooks.clip = [&](double maxNorm, double lossSum) {
-      at::NoGradGuard noGrad;
-      measure(lossSum);
-      double coef = maxNorm / (gradNorm + 1e-6);
-      if (coef >= 1.0)
-        return;
-      for (ParamSlot &slot : exec.slots())
-        if (slot.local && !slot.frozen && slot.master.grad().defined())
-          slot.master.mutable_grad().mul_(coef);
-    };
-    hooks.optimizer = [&](double lossSum) {
-      at::NoGradGuard noGrad;
-      if (!normed)
-        measure(lossSum);
-
-      // AdamW (decoupled weight decay, bias-corrected moments), as
-      // torch.optim.AdamW, on the fp32 master shards.
-      double bias1 = 1 - std::pow(options.beta1, t);
-      double bias2 = 1 - std::pow(options.beta2, t);
-      for (ParamSlot &slot : exec.slots()) {
-        if (!slot.local || slot.frozen || !slot.master.grad().defined())
-          continue;
-        at::Tensor grad = slot.master.grad();
-        at::Tensor p = slot.master.detach();
-        p.mul_(1 - options.lr * options.weightDecay);
-        slot.expAvg.lerp_(grad, 1 - options.beta1);
-        slot.expAvgSq.mul_(options.beta2).addcmul_(grad, grad,
-                                                   1 - options.beta2);
-        // One temporary the size of the parameter, as torch.optim.AdamW.
-        at::Tensor denom = slot.expAvgSq.sqrt();
-        denom.div_(std::sqrt(bias2)).add_(options.eps);
-        p.addcdiv_(slot.expAvg, denom, -options.lr / bias1);
-        slot.master.mutable_grad() = at::Tensor();
-      }
-    };
-    if (tracer)
-      hooks.executed = [&](size_t index, double start, double duration) {
-        tracer->executed(step, index, start, duration, liveBytes());
-      };
-    exec.runProgram(*program, hooks);
     // A diverged step ends the run: its numbers are not a result, and a
     // JSON log cannot hold them.
-    if (!std::isfinite(meanLoss) || !std::isfinite(gradNorm)) {
+    if (!std::isfinite(stats.loss) || !std::isfinite(stats.gradNorm)) {
       std::ostringstream message;
-      message << "step " << t << ": the loss is " << meanLoss
-              << " and the gradient norm " << gradNorm
+      message << "step " << t << ": the loss is " << stats.loss
+              << " and the gradient norm " << stats.gradNorm
               << "; the run diverged and stops here";
       throw std::runtime_error(message.str());
     }
-
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();
-    double tokensPerS = gbs * seq / seconds;
-    int64_t measured = peakBytes();
-    double ratio = predicted ? double(measured) / predicted : 0.0;
-    if (comm.rank() == 0 && !options.quiet) {
-      std::cout << "step " << t << "/" << options.steps << "  loss "
-                << std::setprecision(7) << meanLoss << "  grad_norm "
-                << gradNorm << "  tokens/s " << std::setprecision(5)
-                << tokensPerS << "  peak " << mib(measured);
-      if (predicted)
-        std::cout << "  predicted " << mib(predicted) << "  ratio "
-                  << std::setprecision(3) << ratio;
-      std::cout << std::endl;
-    }
-    if (!options.logPath.empty()) {
-      std::ostringstream line;
-      line << std::setprecision(17) << "{\"step\": " << t
-           << ", \"rank\": " << comm.rank() << ", \"loss\": " << meanLoss
-           << ", \"grad_norm\": " << gradNorm
-           << ", \"tokens_per_s\": " << tokensPerS
-           << ", \"measured_peak_bytes\": " << measured
-           << ", \"predicted_peak_bytes\": " << predicted
-           << ", \"peak_ratio\": " << ratio << "}\n";
-      appendLine(options.logPath, line.str());
-    }
+    reportStep(options, comm.rank(), t, stats, gbs * shape.seq / seconds,
+               peakBytes(), predicted);
     bool last = t == options.steps;
     if (!options.saveDir.empty() &&
         ((options.saveEvery > 0 && t % options.saveEvery == 0) || last))
       saveCheckpoint(options.saveDir, planFile, exec, t);
   }
-  if (tracer) {
-    if (comm.size() == 1) {
-      RunTrace::write(options.tracePath, {tracer->events()});
-    } else {
-      std::string part =
-          options.tracePath + ".rank-" + std::to_string(comm.rank());
-      std::ofstream out(part, std::ios::trunc);
-      out << tracer->events();
-      if (!out)
-        throw std::runtime_error(part + ": cannot write trace");
-    }
-  }
+  if (tracer)
+    writeTrace(*tracer, options.tracePath, comm);
 }

@@ -2,10 +2,11 @@
 //
 // Predicts the time of one training step of a planned model from its
 // lowered programs (--lower-to-schedule): the FLOPs of each compute step
-// from the op graph (forward, backward, recompute), the bytes of each
-// collective from the program, timed on a compute and a communication
-// stream in program order (ProgramTimeline.h) under a stated compute
-// efficiency and overlap assumption.
+// from the op graph (FlopCount.h: forward, backward, recompute), the bytes
+// of each collective from the program over the link its group spans
+// (LinkModel.h), timed on a compute and a communication stream in program
+// order (ProgramTimeline.h) under a stated compute efficiency and overlap
+// assumption.
 // --estimate-cost prints this report; parc-plan renders it as text or JSON.
 // docs/cost-model.md states every convention.
 //
@@ -15,49 +16,13 @@
 #define PARC_ANALYSIS_COSTMODEL_H
 
 #include "Parc/IR/ParcOps.h"
+#include "parc/Analysis/FlopCount.h"
 #include "parc/Analysis/HardwareProfile.h"
 
 #include <string>
 #include <vector>
 
 namespace mlir::parc {
-
-/// FLOPs of one pass over some ops, by where they are spent.
-struct FlopCount {
-  double forward = 0;
-  double backward = 0;
-  /// The extra forward backward reruns under remat (full: the whole layer;
-  /// selective: the ops marked parc.recompute).
-  double recompute = 0;
-  /// The matmul-like part of `forward` (linear, matmul, patch embedding).
-  double matmulForward = 0;
-  /// The attention part of `forward` (q k^T and p v).
-  double attentionForward = 0;
-
-  /// What the hardware executes.
-  double total() const { return forward + backward + recompute; }
-  /// Model FLOPs as PaLM defines them: without recompute.
-  double model() const { return forward + backward; }
-  FlopCount &operator+=(const FlopCount &other);
-};
-
-/// FLOPs of one layer's forward traced at `batch` x `tokens` (batch and
-/// sequence are dynamic in the IR), its backward and its recompute under
-/// `remat`. `inputRequiresGrad` is false when
-/// nothing before the layer is trainable (then backward computes no input
-/// gradient for its first ops).
-FlopCount countLayerFlops(NNModuleOp layer, RematKind remat,
-                          int64_t batch, int64_t tokens,
-                          bool inputRequiresGrad = true);
-
-/// FLOPs of the root's own ops (the layers stopped at) traced at `batch` x
-/// `tokens`, split at the call of the last layer: `head` before it (the
-/// embedding, a vision projector), `tail` after it (the final norm, lm_head,
-/// loss).
-struct RootFlops {
-  FlopCount head, tail;
-};
-RootFlops countRootFlops(ModelOp model, int64_t batch, int64_t tokens);
 
 /// The batch is the programs': seq, mbs and grad-accum here are what the
 /// caller expects (0: whatever the programs say); a program for another

@@ -356,39 +356,71 @@ void mergeTraces(const std::string &path, int ranks) {
   RunTrace::write(path, events);
 }
 
-int runLauncher(const Args &args, const PlanFile &file, char *self) {
-  int expected = planWorld(file);
-  if (args.nproc != expected)
-    fail(file.path() + ": the plan is for " + std::to_string(expected) +
-         " ranks, --nproc is " + std::to_string(args.nproc));
-  if (!args.train.logPath.empty()) {
-    int fd = ::open(args.train.logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                    0644);
-    if (fd < 0)
-      fail(args.train.logPath + ": cannot create log: " +
-           std::strerror(errno));
-    ::close(fd);
-  }
-  // The rendezvous: a FileStore in a directory only this user can read
-  // (no port, so no collision with another run and nothing listening on the
-  // network), or with --master-port a TCPStore the workers reach on
-  // 127.0.0.1.
-  std::string storeDir;
-  if (!args.masterPort) {
-    char tmpl[] = "/tmp/parc-run-XXXXXX";
-    if (!::mkdtemp(tmpl))
-      fail(std::string("cannot create a rendezvous directory in /tmp: ") +
-           std::strerror(errno));
-    storeDir = tmpl;
-  }
-  auto removeStore = [&]() {
-    if (storeDir.empty())
-      return;
-    ::unlink((storeDir + "/store").c_str());
-    ::rmdir(storeDir.c_str());
-  };
+/// Creates (or truncates) the JSON log the workers append to.
+void createLog(const std::string &path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    fail(path + ": cannot create log: " + std::strerror(errno));
+  ::close(fd);
+}
+
+/// The rendezvous: a FileStore in a directory only this user can read (no
+/// port, so no collision with another run and nothing listening on the
+/// network).
+std::string makeStoreDir() {
+  char tmpl[] = "/tmp/parc-run-XXXXXX";
+  if (!::mkdtemp(tmpl))
+    fail(std::string("cannot create a rendezvous directory in /tmp: ") +
+         std::strerror(errno));
+  return tmpl;
+}
+
+void removeStoreDir(const std::string &dir) {
+  if (dir.empty())
+    return;
+  ::unlink((dir + "/store").c_str());
+  ::rmdir(dir.c_str());
+}
+
+/// The child's side of starting rank `rank`: torchrun's environment, then
+/// this binary again as a worker reporting on `heartbeat`.
+[[noreturn]] void execWorker(const Args &args, int rank,
+                             std::vector<std::string> &argvStrings,
+                             const std::string &storeDir, int port,
+                             int heartbeat, pid_t launcher) {
+  // A worker does not outlive its launcher, even one killed before this
+  // line ran.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != launcher)
+    std::_Exit(1);
+  for (int sig : kStopSignals)
+    ::signal(sig, SIG_DFL);
+  if (!storeDir.empty())
+    ::setenv("PARC_STORE_FILE", (storeDir + "/store").c_str(), 1);
+  ::setenv("RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
+  ::setenv("LOCAL_WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  ::setenv("PARC_HEARTBEAT_FD", std::to_string(heartbeat).c_str(), 1);
+  // Ranks share the host's cores; one compute thread each.
+  if (!std::getenv("OMP_NUM_THREADS"))
+    ::setenv("OMP_NUM_THREADS", "1", 1);
+  std::vector<char *> argvPtrs;
+  for (std::string &s : argvStrings)
+    argvPtrs.push_back(s.data());
+  argvPtrs.push_back(nullptr);
+  ::execv("/proc/self/exe", argvPtrs.data());
+  std::cerr << "parc-run: error: cannot exec a worker: "
+            << std::strerror(errno) << std::endl;
+  std::_Exit(127);
+}
+
+/// Starts the --nproc workers, each with a heartbeat pipe to read.
+std::vector<Worker> startWorkers(const Args &args, char *self,
+                                 const std::string &storeDir) {
   int port = args.masterPort ? args.masterPort : 29500;
-  installStopHandlers();
   pid_t launcher = ::getpid();
   std::vector<Worker> workers(args.nproc);
   std::vector<std::string> argvStrings{self};
@@ -404,163 +436,178 @@ int runLauncher(const Args &args, const PlanFile &file, char *self) {
            std::strerror(errno));
     if (pid == 0) {
       ::close(fds[0]);
-      // A worker does not outlive its launcher, even one killed before this
-      // line ran.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != launcher)
-        std::_Exit(1);
-      for (int sig : kStopSignals)
-        ::signal(sig, SIG_DFL);
-      if (!storeDir.empty())
-        ::setenv("PARC_STORE_FILE", (storeDir + "/store").c_str(), 1);
-      ::setenv("RANK", std::to_string(rank).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
-      ::setenv("LOCAL_WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      ::setenv("PARC_HEARTBEAT_FD", std::to_string(fds[1]).c_str(), 1);
-      // Ranks share the host's cores; one compute thread each.
-      if (!std::getenv("OMP_NUM_THREADS"))
-        ::setenv("OMP_NUM_THREADS", "1", 1);
-      std::vector<char *> argvPtrs;
-      for (std::string &s : argvStrings)
-        argvPtrs.push_back(s.data());
-      argvPtrs.push_back(nullptr);
-      ::execv("/proc/self/exe", argvPtrs.data());
-      std::cerr << "parc-run: error: cannot exec a worker: "
-                << std::strerror(errno) << std::endl;
-      std::_Exit(127);
+      execWorker(args, rank, argvStrings, storeDir, port, fds[1], launcher);
     }
     ::close(fds[1]);
     ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
     workers[rank].pid = pid;
     workers[rank].heartbeat = fds[0];
   }
+  return workers;
+}
 
+/// Stops every worker still running (SIGTERM, SIGKILL after 2 s) and reaps
+/// it.
+void stopWorkers(std::vector<Worker> &workers) {
+  for (Worker &w : workers)
+    if (!w.exited)
+      ::kill(w.pid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (Worker &w : workers) {
+    while (!w.exited) {
+      int status;
+      pid_t got = ::waitpid(w.pid, &status, WNOHANG);
+      if (got == w.pid) {
+        w.exited = true;
+        w.status = status;
+      } else if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(w.pid, SIGKILL);
+        ::waitpid(w.pid, &status, 0);
+        w.exited = true;
+        w.status = status;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  }
+}
+
+/// Waits up to 100 ms for heartbeats and reads them: each worker's last
+/// collective sequence number and its report of a peer's failure.
+void readHeartbeats(std::vector<Worker> &workers) {
+  std::vector<pollfd> polls;
+  for (Worker &w : workers)
+    polls.push_back({w.heartbeat, POLLIN, 0});
+  ::poll(polls.data(), polls.size(), 100);
+  for (Worker &w : workers) {
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(w.heartbeat, buffer, sizeof buffer)) > 0) {
+      w.partial.append(buffer, n);
+      size_t newline;
+      while ((newline = w.partial.find('\n')) != std::string::npos) {
+        std::string line = w.partial.substr(0, newline);
+        w.partial.erase(0, newline + 1);
+        if (line.rfind("E ", 0) == 0)
+          w.peerError = line.substr(2);
+        else
+          w.sequence = std::strtoull(line.c_str(), nullptr, 10);
+      }
+    }
+  }
+}
+
+/// The rank a failed run is blamed on, and why.
+struct Blame {
   int culprit = -1;
   std::string reason;
   /// Whether the culprit was inferred from progress (a peer's timeout)
   /// rather than from its own exit, and when.
-  bool blamedByProgress = false;
-  std::chrono::steady_clock::time_point blamedAt;
-  auto stopOthers = [&]() {
-    for (Worker &w : workers)
-      if (!w.exited)
-        ::kill(w.pid, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    for (Worker &w : workers) {
-      while (!w.exited) {
-        int status;
-        pid_t got = ::waitpid(w.pid, &status, WNOHANG);
-        if (got == w.pid) {
-          w.exited = true;
-          w.status = status;
-        } else if (std::chrono::steady_clock::now() > deadline) {
-          ::kill(w.pid, SIGKILL);
-          ::waitpid(w.pid, &status, 0);
-          w.exited = true;
-          w.status = status;
-        } else {
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
+  bool byProgress = false;
+  std::chrono::steady_clock::time_point at;
+};
+
+/// Reaps the workers that exited and blames a failure on a rank; returns
+/// whether every worker has exited.
+bool reapWorkers(std::vector<Worker> &workers, int timeoutS, Blame &blame) {
+  bool allDone = true;
+  for (int rank = 0; rank < int(workers.size()); ++rank) {
+    Worker &w = workers[rank];
+    if (w.exited)
+      continue;
+    int status;
+    if (::waitpid(w.pid, &status, WNOHANG) == w.pid) {
+      w.exited = true;
+      w.status = status;
+      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      bool peer = WIFEXITED(status) && WEXITSTATUS(status) == kPeerFailureExit;
+      if (!ok && !peer && (blame.culprit < 0 || blame.byProgress)) {
+        // A rank's own failure outranks a peer's report of it.
+        blame.culprit = rank;
+        blame.reason = describeExit(status);
+        blame.byProgress = false;
+      } else if (peer && blame.culprit < 0) {
+        // This rank saw a collective fail: the rank at fault is the one
+        // that reached the fewest collectives, unless a rank exits with
+        // its own error within the grace period.
+        uint64_t least = UINT64_MAX;
+        for (int r = 0; r < int(workers.size()); ++r)
+          if (workers[r].sequence < least) {
+            least = workers[r].sequence;
+            blame.culprit = r;
+          }
+        blame.reason = "stopped making progress (it reached collective #" +
+                       std::to_string(least) + ", rank " +
+                       std::to_string(rank) + " timed out waiting in #" +
+                       std::to_string(w.sequence) + " after " +
+                       std::to_string(timeoutS) + " s)";
+        blame.byProgress = true;
+        blame.at = std::chrono::steady_clock::now();
       }
     }
-  };
+    allDone &= w.exited;
+  }
+  return allDone;
+}
 
+/// Watches the workers until every one has exited or one is blamed (then
+/// stops the others); returns the signal that interrupted the launcher, or
+/// 0.
+int superviseWorkers(std::vector<Worker> &workers, int timeoutS,
+                     Blame &blame) {
   while (true) {
     if (int sig = gStopSignal) {
       // Interrupted (Ctrl-C, a scheduler's SIGTERM): stop and reap every
       // worker before going, so none is left behind.
-      stopOthers();
-      for (Worker &w : workers)
-        ::close(w.heartbeat);
-      removeStore();
-      std::cerr << "parc-run: error: interrupted by signal " << sig << " ("
-                << strsignal(sig) << "); stopped " << args.nproc
-                << " rank(s)" << std::endl;
-      return 128 + sig;
+      stopWorkers(workers);
+      return sig;
     }
-    std::vector<pollfd> polls;
-    for (Worker &w : workers)
-      polls.push_back({w.heartbeat, POLLIN, 0});
-    ::poll(polls.data(), polls.size(), 100);
-    for (Worker &w : workers) {
-      char buffer[4096];
-      ssize_t n;
-      while ((n = ::read(w.heartbeat, buffer, sizeof buffer)) > 0) {
-        w.partial.append(buffer, n);
-        size_t newline;
-        while ((newline = w.partial.find('\n')) != std::string::npos) {
-          std::string line = w.partial.substr(0, newline);
-          w.partial.erase(0, newline + 1);
-          if (line.rfind("E ", 0) == 0)
-            w.peerError = line.substr(2);
-          else
-            w.sequence = std::strtoull(line.c_str(), nullptr, 10);
-        }
-      }
-    }
-    bool allDone = true;
-    for (int rank = 0; rank < args.nproc; ++rank) {
-      Worker &w = workers[rank];
-      if (w.exited)
-        continue;
-      int status;
-      if (::waitpid(w.pid, &status, WNOHANG) == w.pid) {
-        w.exited = true;
-        w.status = status;
-        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        bool peer =
-            WIFEXITED(status) && WEXITSTATUS(status) == kPeerFailureExit;
-        if (!ok && !peer && (culprit < 0 || blamedByProgress)) {
-          // A rank's own failure outranks a peer's report of it.
-          culprit = rank;
-          reason = describeExit(status);
-          blamedByProgress = false;
-        } else if (peer && culprit < 0) {
-          // This rank saw a collective fail: the rank at fault is the one
-          // that reached the fewest collectives, unless a rank exits with
-          // its own error within the grace period.
-          uint64_t least = UINT64_MAX;
-          for (int r = 0; r < args.nproc; ++r)
-            if (workers[r].sequence < least) {
-              least = workers[r].sequence;
-              culprit = r;
-            }
-          reason = "stopped making progress (it reached collective #" +
-                   std::to_string(least) + ", rank " + std::to_string(rank) +
-                   " timed out waiting in #" + std::to_string(w.sequence) +
-                   " after " + std::to_string(args.timeoutS) + " s)";
-          blamedByProgress = true;
-          blamedAt = std::chrono::steady_clock::now();
-        }
-      }
-      allDone &= w.exited;
-    }
-    bool graceOver = !blamedByProgress ||
-                     std::chrono::steady_clock::now() - blamedAt >
+    readHeartbeats(workers);
+    bool allDone = reapWorkers(workers, timeoutS, blame);
+    bool graceOver = !blame.byProgress ||
+                     std::chrono::steady_clock::now() - blame.at >
                          std::chrono::seconds(1);
-    if (culprit >= 0 && (graceOver || allDone)) {
-      stopOthers();
-      break;
+    if (blame.culprit >= 0 && (graceOver || allDone)) {
+      stopWorkers(workers);
+      return 0;
     }
     if (allDone)
-      break;
+      return 0;
   }
+}
+
+int runLauncher(const Args &args, const PlanFile &file, char *self) {
+  int expected = planWorld(file);
+  if (args.nproc != expected)
+    fail(file.path() + ": the plan is for " + std::to_string(expected) +
+         " ranks, --nproc is " + std::to_string(args.nproc));
+  if (!args.train.logPath.empty())
+    createLog(args.train.logPath);
+  // With --master-port the workers reach a TCPStore on 127.0.0.1 instead.
+  std::string storeDir = args.masterPort ? "" : makeStoreDir();
+  installStopHandlers();
+  std::vector<Worker> workers = startWorkers(args, self, storeDir);
+  Blame blame;
+  int sig = superviseWorkers(workers, args.timeoutS, blame);
   for (Worker &w : workers)
     ::close(w.heartbeat);
-  removeStore();
-  if (culprit >= 0) {
+  removeStoreDir(storeDir);
+  if (sig) {
+    std::cerr << "parc-run: error: interrupted by signal " << sig << " ("
+              << strsignal(sig) << "); stopped " << args.nproc << " rank(s)"
+              << std::endl;
+    return 128 + sig;
+  }
+  if (blame.culprit >= 0) {
     // The ranks that only saw a peer fail are evidence when no rank failed
     // on its own; otherwise the culprit's own message is the root cause.
-    if (blamedByProgress)
+    if (blame.byProgress)
       for (const Worker &w : workers)
         if (!w.peerError.empty())
           std::cerr << w.peerError << std::endl;
-    std::cerr << "parc-run: error: rank " << culprit << " failed: " << reason
-              << "; stopped the other " << args.nproc - 1 << " rank(s)"
-              << std::endl;
+    std::cerr << "parc-run: error: rank " << blame.culprit
+              << " failed: " << blame.reason << "; stopped the other "
+              << args.nproc - 1 << " rank(s)" << std::endl;
     return 1;
   }
   if (!args.train.tracePath.empty())
