@@ -230,7 +230,8 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
   for (ProgramOp program : programs) {
     int64_t stage = getProgramStage(program);
     if (stage < 0 || stage >= int64_t(units->roots.size()))
-      return program.emitError()
+      // Not program.emitError(): that would print the whole program.
+      return mlir::emitError(program.getLoc())
              << "estimate-memory: covers pp stage " << stage << " of "
              << units->roots.size();
     RankMemory &rank = report.ranks.emplace_back();

@@ -111,6 +111,9 @@ struct PlanDiagnostic {
   std::string message;
   /// "file:line:col", a --set or flag, or empty when there is none.
   std::string location;
+  /// The dotted path of the module or parameter the diagnostic is on, or
+  /// empty.
+  std::string path;
 };
 
 StringRef getSeverityName(DiagnosticSeverity severity) {
@@ -127,13 +130,17 @@ StringRef getSeverityName(DiagnosticSeverity severity) {
   llvm_unreachable("unknown severity");
 }
 
-/// The location as compilers print it: file:line:col, or the name of a
-/// setting ("--set train.seq_len=0").
+/// The location as compilers print it: file:line:col (file:line where the
+/// column is unknown), or the name of a setting ("--set train.seq_len=0").
 std::string formatLocation(Location loc) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) +
-            ":" + llvm::Twine(file.getColumn()))
-        .str();
+  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    std::string text =
+        (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()))
+            .str();
+    if (file.getColumn())
+      text += ":" + std::to_string(file.getColumn());
+    return text;
+  }
   if (auto name = dyn_cast<NameLoc>(loc)) {
     if (isa<UnknownLoc>(name.getChildLoc()))
       return name.getName().str();
@@ -151,6 +158,15 @@ std::string formatLocation(Location loc) {
   llvm::raw_string_ostream os(text);
   loc.print(os);
   return text;
+}
+
+/// The dotted path an imported op's location names (a NameLoc over the
+/// config file's location), or empty.
+std::string getLocationPath(Location loc) {
+  auto name = dyn_cast<NameLoc>(loc);
+  if (!name || isa<UnknownLoc>(name.getChildLoc()))
+    return "";
+  return name.getName().str();
 }
 
 /// Collects every diagnostic of the run; in text mode also prints it as it
@@ -175,11 +191,14 @@ private:
   void record(DiagnosticSeverity severity, std::string message, Location loc,
               bool print, llvm::raw_ostream &err) {
     PlanDiagnostic diag{getSeverityName(severity).str(), std::move(message),
-                        formatLocation(loc)};
+                        formatLocation(loc), getLocationPath(loc)};
     if (print) {
       if (!diag.location.empty())
         err << diag.location << ": ";
-      err << diag.severity << ": " << diag.message << "\n";
+      err << diag.severity << ": ";
+      if (!diag.path.empty())
+        err << diag.path << ": ";
+      err << diag.message << "\n";
     }
     diagnostics.push_back(std::move(diag));
   }
@@ -517,11 +536,15 @@ void writeBreakdown(llvm::json::OStream &j, const MemoryBreakdown &b) {
   });
 }
 
+/// A string, or null where it is empty.
+llvm::json::Value stringOrNull(StringRef text) {
+  return text.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(text);
+}
+
 void writeModel(llvm::json::OStream &j, const ModelSummary &model) {
   j.attribute("name", model.name);
   j.attribute("class", model.className);
-  j.attribute("source", model.source.empty() ? llvm::json::Value(nullptr)
-                                             : llvm::json::Value(model.source));
+  j.attribute("source", stringOrNull(model.source));
   j.attribute("file", model.file);
   j.attribute("parameters", model.parameters);
   j.attribute("trainable_parameters", model.trainableParameters);
@@ -673,9 +696,7 @@ void printJson(const PlanInvocation &invocation, const PlanOutcome &outcome,
   j.object([&] {
     j.attribute("version", 1);
     j.attribute("status", getStatusName(outcome.exitCode));
-    j.attribute("recipe", invocation.recipePath.empty()
-                              ? llvm::json::Value(nullptr)
-                              : llvm::json::Value(invocation.recipePath));
+    j.attribute("recipe", stringOrNull(invocation.recipePath));
     if (outcome.model)
       j.attributeObject("model", [&] { writeModel(j, *outcome.model); });
     else
@@ -694,9 +715,8 @@ void printJson(const PlanInvocation &invocation, const PlanOutcome &outcome,
         j.object([&] {
           j.attribute("severity", diag.severity);
           j.attribute("message", diag.message);
-          j.attribute("location", diag.location.empty()
-                                      ? llvm::json::Value(nullptr)
-                                      : llvm::json::Value(diag.location));
+          j.attribute("location", stringOrNull(diag.location));
+          j.attribute("path", stringOrNull(diag.path));
         });
     });
     // Last, after the keys of the first version of the document.

@@ -116,6 +116,7 @@ struct Refusal {
   std::string source;  // op attribute or parameter naming the value
   int64_t layers = 0;
   std::string detail; // extra clause, for head-dim groups
+  Operation *op = nullptr; // where the first layer refused holds the value
 };
 
 struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
@@ -128,6 +129,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
 
   // Per-model state.
   int64_t n = 1;
+  HFConfigOp configOp;
   DictionaryAttr config;
   llvm::MapVector<std::string, Refusal, std::map<std::string, unsigned>>
       refusals;
@@ -171,7 +173,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
 
   void checkDivides(StringRef what, int64_t value, StringRef stack,
                     StringRef group, ArrayRef<StringRef> keyNames,
-                    StringRef source) {
+                    StringRef source, Operation *op) {
     if (value % n == 0)
       return;
     Refusal r;
@@ -180,7 +182,21 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     r.group = group.str();
     r.key = findKey(stack, keyNames, value);
     r.source = source.str();
+    r.op = op;
     refuse(r);
+  }
+
+  /// Notes the config key a refused value came from at the model's
+  /// parc.hf_config. The note names the line but no column, so that no
+  /// excerpt of the line (the whole config dictionary) is printed.
+  void noteConfigKey(InFlightDiagnostic &diag, StringRef key) {
+    Location loc = configOp.getLoc();
+    if (auto file = loc->findInstanceOf<FileLineColLoc>())
+      loc = FileLineColLoc::get(file.getFilename(), file.getLine(), 0);
+    diag.attachNote(loc) << key << " = "
+                         << cast<IntegerAttr>(config.get(key)).getInt()
+                         << " in the imported config (" << configOp.getSource()
+                         << ")";
   }
 
   /// Walks from `v` back through norms and rope to the linear producing it,
@@ -211,7 +227,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     return false;
   }
 
-  LogicalResult planLayer(ModelOp model, StringRef stack, NNModuleOp layer) {
+  LogicalResult planLayer(StringRef stack, NNModuleOp layer) {
     func::FuncOp forward = layer.getForward();
     if (!forward)
       return success();
@@ -237,7 +253,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
           attnOutputs.push_back(user);
       if (attnOutputs.empty()) {
         // Heads split over ranks need a row-parallel linear to reduce them.
-        mlir::emitWarning(model->getLoc())
+        mlir::emitWarning(attention.getLoc())
             << "apply-tp: no linear consumes the parc.attention output in "
             << layerPath << "; its projections stay replicated";
         continue;
@@ -249,13 +265,13 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       std::string at = " on the parc.attention in " + layerPath;
       checkDivides("attention heads", heads, stack, group,
                    {"num_attention_heads"},
-                   "num_heads = " + std::to_string(heads) + at);
+                   "num_heads = " + std::to_string(heads) + at, attention);
       SmallVector<StringRef> kvKeys = {"num_key_value_heads",
                                        "num_global_key_value_heads"};
       if (full)
         std::swap(kvKeys[0], kvKeys[1]);
       checkDivides("KV heads", kvHeads, stack, group, kvKeys,
-                   "num_kv_heads = " + std::to_string(kvHeads) + at);
+                   "num_kv_heads = " + std::to_string(kvHeads) + at, attention);
       for (auto [operand, role] : {std::pair{attention.getQuery(), "query"},
                                    {attention.getKey(), "key"},
                                    {attention.getValue(), "value"}}) {
@@ -302,6 +318,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
           r.key = findKey(stack, dimKeys, groupSize);
           r.source = what;
           r.detail = "into whole " + std::to_string(groupSize) + "-wide groups";
+          r.op = op;
           refuse(r);
         }
       }
@@ -341,7 +358,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       checkDivides("intermediate size", inner, stack, group,
                    {"intermediate_size"},
                    "dim 0 of " + (weight ? getDottedPath(weight) : layerPath) +
-                       " = " + std::to_string(inner));
+                       " = " + std::to_string(inner),
+                   weight ? weight.getOperation() : op);
     }
 
     for (auto *set : {&projections, &mlpIn})
@@ -505,8 +523,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
              << "apply-tp needs layer stacks: discovery found none in @"
              << model.getSymName();
     auto configs = model.getBody()->getOps<HFConfigOp>();
-    config = configs.empty() ? DictionaryAttr()
-                             : (*configs.begin()).getConfig();
+    configOp = configs.empty() ? HFConfigOp() : *configs.begin();
+    config = configOp ? configOp.getConfig() : DictionaryAttr();
 
     for (const LayerStack &stack : stacks) {
       llvm::StringSet<> types;
@@ -518,11 +536,13 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     }
     for (const LayerStack &stack : stacks)
       for (NNModuleOp layer : stack.layers)
-        if (failed(planLayer(model, stack.name, layer)))
+        if (failed(planLayer(stack.name, layer)))
           return failure();
     if (!refusals.empty()) {
+      // Each refusal is reported on the op of the first layer refused, as
+      // mlir::emitError so that the op is not printed with it.
       for (auto &[id, r] : refusals) {
-        InFlightDiagnostic diag = mlir::emitError(model->getLoc());
+        InFlightDiagnostic diag = mlir::emitError(r.op->getLoc());
         diag << "tensor parallel size " << n << " does not divide the ";
         if (!r.detail.empty())
           diag << r.value << "-wide " << r.what << " " << r.detail;
@@ -542,6 +562,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
         }
         diag << ") of @" << model.getSymName() << "; use a size that divides "
              << r.divisor;
+        if (!r.key.empty())
+          noteConfigKey(diag, r.key);
       }
       return failure();
     }

@@ -204,6 +204,13 @@ SmallVector<LayerStack> getStacksOfRuns(ArrayRef<LayerRun> runs) {
   return stacks;
 }
 
+/// Notes the op that the stack override `path` names.
+void noteOverride(InFlightDiagnostic &diag, StringRef path, Operation *op) {
+  diag.attachNote(op->getLoc())
+      << "stack override '" << path << "' names this "
+      << (isa<NNModuleOp>(op) ? "module" : "op");
+}
+
 /// The layers below an override path. The user names the stack, so every
 /// layer below it joins it whatever its class; causal and bidirectional
 /// layers cannot share a stack, though.
@@ -219,18 +226,25 @@ FailureOr<LayerRun> getLayersAtPath(ModelOp model, StringRef path,
       diag << "names a '" << target->getName() << "', not a parc.module,";
     else
       diag << "resolves to nothing";
-    return diag << " in @" << model.getSymName()
-                << "; containers with layers: " << pathsWithLayers;
+    diag << " in @" << model.getSymName()
+         << "; containers with layers: " << pathsWithLayers;
+    if (target)
+      noteOverride(diag, path, target);
+    return diag;
   }
   SearchResult found = finder.searchFrom(module);
-  if (found.runs.empty())
-    return emitError(model.getLoc())
-           << "stack override '" << path << "' holds no layers in @"
-           << model.getSymName()
-           << " (no module under a container below it runs attention and "
-              "maps a tensor to a tensor of the same type); containers with "
-              "layers: "
-           << pathsWithLayers;
+  if (found.runs.empty()) {
+    InFlightDiagnostic diag =
+        emitError(model.getLoc())
+        << "stack override '" << path << "' holds no layers in @"
+        << model.getSymName()
+        << " (no module under a container below it runs attention and "
+           "maps a tensor to a tensor of the same type); containers with "
+           "layers: "
+        << pathsWithLayers;
+    noteOverride(diag, path, module);
+    return diag;
+  }
   LayerRun merged;
   merged.causal = found.runs.front().causal;
   for (const LayerRun &run : found.runs) {
@@ -238,10 +252,19 @@ FailureOr<LayerRun> getLayersAtPath(ModelOp model, StringRef path,
       SmallVector<std::string> paths = llvm::map_to_vector(
           getStacksOfRuns(found.runs),
           [](const LayerStack &stack) { return stack.path; });
-      return emitError(model.getLoc())
-             << "stack override '" << path << "' in @" << model.getSymName()
-             << " mixes causal and bidirectional layers (" << joinPaths(paths)
-             << "); name each container on its own";
+      InFlightDiagnostic diag =
+          emitError(model.getLoc())
+          << "stack override '" << path << "' in @" << model.getSymName()
+          << " mixes causal and bidirectional layers (" << joinPaths(paths)
+          << "); name each container on its own";
+      const LayerRun &first = found.runs.front();
+      for (const LayerRun *of : {&first, &run}) {
+        NNModuleOp layer = of->layers.front();
+        diag.attachNote(layer.getLoc())
+            << getDottedPath(layer) << " is "
+            << (of->causal ? "causal" : "bidirectional");
+      }
+      return diag;
     }
     llvm::append_range(merged.layers, run.layers);
   }
@@ -271,10 +294,14 @@ getStacksAtPaths(ModelOp model, ArrayRef<std::string> paths,
       auto [claim, isNew] = claimedBy.try_emplace(layer, path);
       if (isNew)
         continue;
-      layer.emitError() << "stack overrides '" << claim->second << "' and '"
-                        << path << "' both hold layer "
-                        << getDottedPath(layer) << " in @"
-                        << model.getSymName();
+      // Not layer.emitError(): that would print the whole layer.
+      InFlightDiagnostic diag = emitError(layer.getLoc())
+                                << "stack overrides '" << claim->second
+                                << "' and '" << path << "' both hold layer "
+                                << getDottedPath(layer) << " in @"
+                                << model.getSymName();
+      for (StringRef claimant : {claim->second, StringRef(path)})
+        noteOverride(diag, claimant, lookupDottedPath(model, claimant));
       allResolved = false;
       break;
     }

@@ -132,8 +132,10 @@ struct PlanReader {
   int64_t seq, mbs, gradAccum, imageTokens;
   KernelProfile kernels;
 
-  InFlightDiagnostic error() {
-    InFlightDiagnostic diag = mlir::emitError(model->getLoc());
+  /// An error on `op` (by default the model), without printing the op.
+  InFlightDiagnostic error(Operation *op = nullptr) {
+    InFlightDiagnostic diag =
+        mlir::emitError(op ? op->getLoc() : model->getLoc());
     diag << "lower-to-schedule: ";
     return diag;
   }
@@ -256,11 +258,11 @@ struct PlanReader {
       step.chunk = placement.getChunk(layer);
       if (step.stage < 0 || step.stage >= plan.stages || step.chunk < 0 ||
           step.chunk >= plan.chunks)
-        return error() << "layer " << step.path.getValue()
-                       << " is on pp stage " << step.stage << " chunk "
-                       << step.chunk << " of a plan with " << plan.stages
-                       << " stages x " << plan.chunks
-                       << " chunks: run --apply-pp again";
+        return error(layer)
+               << "layer " << step.path.getValue() << " is on pp stage "
+               << step.stage << " chunk " << step.chunk << " of a plan with "
+               << plan.stages << " stages x " << plan.chunks
+               << " chunks: run --apply-pp again";
       step.remat = getRemat(layer).value_or(RematKind::None);
       auto tag = getLayerTag(layer);
       step.tokens = tag && tag->first.starts_with("vision") ? imageTokens : seq;
@@ -336,10 +338,11 @@ struct PlanReader {
       StringRef path = unitOp.getPath();
       LayerStep *layer = path.empty() ? nullptr : byPath.lookup(path);
       if (!path.empty() && !layer)
-        return error() << "parc.fsdp_unit @" << unitOp.getSymName()
-                       << " wraps '" << path
-                       << "', which is no discovered layer: run --apply-fsdp "
-                          "again after --discover-layers";
+        return error(unitOp)
+               << "parc.fsdp_unit @" << unitOp.getSymName() << " wraps '"
+               << path
+               << "', which is no discovered layer: run --apply-fsdp "
+                  "again after --discover-layers";
       UnitPart unit;
       unit.path = path.str();
       unit.prefetch = unitOp.getPrefetch();
@@ -354,8 +357,8 @@ struct PlanReader {
         auto param =
             dyn_cast_or_null<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
         if (!param)
-          return error() << "parc.shard_param " << shard.getParam()
-                         << " names no parameter";
+          return error(shard) << "parc.shard_param " << shard.getParam()
+                              << " names no parameter";
         SmallVector<int64_t> local = getTpLocalShape(param, plan.tpSize);
         int64_t padded = ShapedType::getNumElements(local) / local[0] *
                          shard.getPaddedDim0();

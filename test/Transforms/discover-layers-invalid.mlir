@@ -4,6 +4,8 @@
 // another way.
 
 // The path names nothing; the error lists where discovery finds layers.
+// The errors are about the pass option, so they are on the model; notes point
+// at the ops the path names.
 
 // expected-error @+1 {{stack override 'model.layers' resolves to nothing in @renamed; containers with layers: model.decoder.layers}}
 parc.model @renamed class "TinyForCausalLM" {
@@ -28,6 +30,7 @@ parc.model @renamed class "TinyForCausalLM" {
 // expected-error @+1 {{stack override 'model.layers' holds no layers in @mlp_only}}
 parc.model @mlp_only class "TinyModel" {
   parc.module @model "TinyModel" composite {
+    // expected-note @+1 {{stack override 'model.layers' names this module}}
     parc.module @layers "ModuleList" list {
       parc.module @"0" "MLPBlock" leaf {
         parc.param @weight : tensor<16x16xf32>
@@ -47,6 +50,7 @@ parc.model @mlp_only class "TinyModel" {
 // expected-error @+1 {{stack override 'model.layers' holds no layers in @names_a_layer}}
 parc.model @names_a_layer class "TinyModel" {
   parc.module @model "TinyModel" composite {
+    // expected-note @+1 {{stack override 'model.layers' names this module}}
     parc.module @layers "DecoderLayer" leaf {
       func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
         %a = parc.attention %x, %x, %x {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
@@ -63,6 +67,7 @@ parc.model @names_a_layer class "TinyModel" {
 // expected-error @+1 {{stack override 'model.layers' names a 'parc.param', not a parc.module, in @names_a_param; containers with layers: none}}
 parc.model @names_a_param class "TinyModel" {
   parc.module @model "TinyModel" composite {
+    // expected-note @+1 {{stack override 'model.layers' names this op}}
     parc.param @layers : tensor<16xf32>
   }
 }
@@ -75,6 +80,7 @@ parc.model @mixed class "TinyForConditionalGeneration" {
   parc.module @model "TinyModel" composite {
     parc.module @layers "ModuleDict" dict {
       parc.module @text "ModuleList" list {
+        // expected-note @+1 {{model.layers.text.0 is causal}}
         parc.module @"0" "DecoderLayer" leaf {
           func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
             %a = parc.attention %x, %x, %x {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
@@ -84,6 +90,7 @@ parc.model @mixed class "TinyForConditionalGeneration" {
         }
       }
       parc.module @vision "ModuleList" list {
+        // expected-note @+1 {{model.layers.vision.0 is bidirectional}}
         parc.module @"0" "EncoderLayer" leaf {
           func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
             %a = parc.attention %x, %x, %x {head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>

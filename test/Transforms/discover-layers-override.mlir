@@ -18,7 +18,15 @@
 // CHECK: parc.module @draft
 // CHECK-NOT: parc.stack =
 
+// The error is on the layer (without printing it), with a note at each
+// override's module.
 // OVERLAP: error: stack overrides 'model.layers' and 'model' both hold layer model.layers.0 in @hybrid
+// OVERLAP-NEXT: parc.module @"0" "AttentionLayer" leaf {
+// OVERLAP-NOT: see current operation
+// OVERLAP: note: stack override 'model.layers' names this module
+// OVERLAP-NEXT: parc.module @layers "ModuleList" list {
+// OVERLAP: note: stack override 'model' names this module
+// OVERLAP-NEXT: parc.module @model "TextModel" composite {
 
 // REDISCOVER: parc.stacks = [{layers = 2 : i64, name = "vision", path = "vision.layers"}, {layers = 1 : i64, name = "language", path = "model.layers"}, {layers = 1 : i64, name = "language_1", path = "model.layers"}, {layers = 1 : i64, name = "language_2", path = "model.layers"}, {layers = 1 : i64, name = "language_3", path = "draft.layers"}]
 

@@ -106,7 +106,6 @@ parc.model @no_pp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, n
 
 // -----
 
-// expected-error@+1 {{lower-to-schedule: layer layers.1 is on pp stage 3 chunk 0 of a plan with 2 stages x 1 chunks: run --apply-pp again}}
 parc.model @off_stage class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
   shard.grid @fsdp(shape = 1)
   shard.grid @pp(shape = 2)
@@ -119,6 +118,7 @@ parc.model @off_stage class "M" attributes {parc.stacks = [{layers = 2 : i64, na
         return %a : tensor<?x?x4xf32>
       }
     }
+    // expected-error@+1 {{lower-to-schedule: layer layers.1 is on pp stage 3 chunk 0 of a plan with 2 stages x 1 chunks: run --apply-pp again}}
     parc.module @"1" "Block" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language", parc.pp_stage = 3 : i64} {
       parc.param @w : tensor<4x4xf32>
       func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {

@@ -175,7 +175,12 @@ DOCUMENT = {
     "model": (MODEL, NULL),
     "plan": (PLAN, NULL),
     "memory": (MEMORY, NULL),
-    "diagnostics": [{"severity": STR, "message": STR, "location": (STR, NULL)}],
+    "diagnostics": [{
+        "severity": STR,
+        "message": STR,
+        "location": (STR, NULL),
+        "path": (STR, NULL),
+    }],
     "cost": (COST, NULL),
 }
 
