@@ -65,7 +65,7 @@ struct FamilyRow {
   /// LlamaConfig's `mlp_bias`.
   bool mlpBiasKey = false;
   /// Per-head RMSNorm of q and k (Qwen3).
-  bool qkNorm = false;
+  QkNormKind qkNorm = QkNormKind::None;
   WindowRule window = WindowRule::None;
 };
 
@@ -73,13 +73,13 @@ struct FamilyRow {
 constexpr FamilyRow kFamilies[] = {
     // LlamaConfig / MistralConfig / Qwen2Config / Qwen3Config.
     {"llama",   "Llama",   FamilyReader::LlamaLike, 32000,  32, std::nullopt, std::nullopt,
-     AttentionBias::FromConfig, /*mlpBiasKey=*/true,  /*qkNorm=*/false, WindowRule::None},
+     AttentionBias::FromConfig, /*mlpBiasKey=*/true,  QkNormKind::None,    WindowRule::None},
     {"mistral", "Mistral", FamilyReader::LlamaLike, 32000,  32, 8,            std::nullopt,
-     AttentionBias::None,       /*mlpBiasKey=*/false, /*qkNorm=*/false, WindowRule::All},
+     AttentionBias::None,       /*mlpBiasKey=*/false, QkNormKind::None,    WindowRule::All},
     {"qwen2",   "Qwen2",   FamilyReader::LlamaLike, 151936, 32, 32,           std::nullopt,
-     AttentionBias::QkvOnly,    /*mlpBiasKey=*/false, /*qkNorm=*/false, WindowRule::FromMaxLayers},
+     AttentionBias::QkvOnly,    /*mlpBiasKey=*/false, QkNormKind::None,    WindowRule::FromMaxLayers},
     {"qwen3",   "Qwen3",   FamilyReader::LlamaLike, 151936, 32, 32,           128,
-     AttentionBias::FromConfig, /*mlpBiasKey=*/false, /*qkNorm=*/true,  WindowRule::FromMaxLayers},
+     AttentionBias::FromConfig, /*mlpBiasKey=*/false, QkNormKind::PerHead, WindowRule::FromMaxLayers},
     // Gemma3TextConfig / Gemma4TextConfig, and their multimodal wrappers.
     {"gemma3",      "Gemma3", FamilyReader::GemmaMultimodal},
     {"gemma3_text", "Gemma3", FamilyReader::GemmaText},
@@ -420,7 +420,7 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
   stack.intermediate = shape.intermediate;
   stack.norm = NormKind::RmsUnitOffset;
   stack.normEps = config.getFloat("rms_norm_eps", 1e-6);
-  stack.sandwichNorms = true;
+  stack.layout = LayerLayout::Sandwich;
   stack.activation = readActivation(config, "hidden_activation",
                                     "gelu_pytorch_tanh", stack.activationClass);
 
@@ -475,7 +475,7 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
     attention.numKvHeads = full ? globalKvHeads : shape.kvHeads;
     attention.headDim = full ? globalHeadDim : shape.headDim;
     attention.qkvBias = attention.outBias = bias;
-    attention.qkNorm = true;
+    attention.qkNorm = QkNormKind::PerHead;
     attention.kEqV = full && kEqV;
     attention.logitSoftcap = attnSoftcap;
     attention.scale =
@@ -531,7 +531,7 @@ void HFConfigImporter::readSiglipVision(std::optional<ConfigSection> config,
   stack.mlpClass = "SiglipMLP";
   stack.normClass = "LayerNorm";
   stack.norm = NormKind::Layer;
-  stack.siglipLayout = true;
+  stack.layout = LayerLayout::Siglip;
   stack.mlpBias = true;
   stack.activation =
       section ? readActivation(*section, "hidden_act", "gelu_pytorch_tanh",
@@ -599,7 +599,7 @@ void HFConfigImporter::readGemma4Vision(std::optional<ConfigSection> config,
   stack.mlpClass = "Gemma4VisionMLP";
   stack.normClass = "Gemma4RMSNorm";
   stack.norm = NormKind::RmsUnitOffset;
-  stack.sandwichNorms = true;
+  stack.layout = LayerLayout::Sandwich;
   stack.activation =
       section ? readActivation(*section, "hidden_activation",
                                "gelu_pytorch_tanh", stack.activationClass)
@@ -612,7 +612,7 @@ void HFConfigImporter::readGemma4Vision(std::optional<ConfigSection> config,
   attention.numHeads = heads;
   attention.numKvHeads = kvHeads;
   attention.headDim = headDim;
-  attention.qkNorm = true;
+  attention.qkNorm = QkNormKind::PerHead;
   attention.causal = false;
   attention.scale = 1.0 / std::sqrt(double(headDim > 0 ? headDim : 1));
   for (LayerSpec &layer : stack.layers)

@@ -243,7 +243,7 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
   NNModuleOp attn = addModule(parent, "self_attn", stack.attentionClass,
                                   ModuleKind::Composite);
   NNModuleOp q, k, v, o, qNorm, kNorm;
-  if (stack.siglipLayout) {
+  if (stack.layout == LayerLayout::Siglip) {
     k = addLinear(attn, "k_proj", hidden, kvWidth, spec.qkvBias);
     v = addLinear(attn, "v_proj", hidden, kvWidth, spec.qkvBias);
     q = addLinear(attn, "q_proj", hidden, qWidth, spec.qkvBias);
@@ -255,7 +255,7 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
       v = addLinear(attn, "v_proj", hidden, kvWidth, spec.qkvBias);
     o = addLinear(attn, "o_proj", qWidth, hidden, spec.outBias);
   }
-  if (spec.qkNorm) {
+  if (spec.qkNorm == QkNormKind::PerHead) {
     qNorm = addNorm(attn, "q_norm", stack.normClass, spec.headDim, stack.norm);
     kNorm = addNorm(attn, "k_norm", stack.normClass, spec.headDim, stack.norm);
   }
@@ -266,7 +266,7 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
   Value query = linear(fwd, x, q);
   Value key = linear(fwd, x, k);
   Value value = spec.kEqV ? key : linear(fwd, x, v);
-  if (spec.qkNorm) {
+  if (spec.qkNorm == QkNormKind::PerHead) {
     query = norm(fwd, query, qNorm, stack.norm, stack.normEps);
     key = norm(fwd, key, kNorm, stack.norm, stack.normEps);
   }
@@ -298,7 +298,7 @@ NNModuleOp ModelBuilder::buildMlp(Operation *parent,
       addModule(parent, "mlp", stack.mlpClass, ModuleKind::Composite);
   int64_t hidden = stack.hidden, inner = stack.intermediate;
   auto act = ActivationKindAttr::get(context, stack.activation);
-  if (stack.siglipLayout) {
+  if (stack.layout == LayerLayout::Siglip) {
     NNModuleOp actFn = addLeaf(mlp, "activation_fn", stack.activationClass);
     NNModuleOp fc1 = addLinear(mlp, "fc1", hidden, inner, stack.mlpBias);
     NNModuleOp fc2 = addLinear(mlp, "fc2", inner, hidden, stack.mlpBias);
@@ -336,25 +336,28 @@ NNModuleOp ModelBuilder::buildLayer(Operation *parent, unsigned index,
   };
 
   NNModuleOp inputNorm, attn, postAttnNorm, mlp, preFfnNorm, postFfnNorm;
-  if (stack.siglipLayout) {
+  switch (stack.layout) {
+  case LayerLayout::Siglip:
     inputNorm = addStackNorm("layer_norm1");
     attn = buildAttention(module, stack, layer.attention);
     preFfnNorm = addStackNorm("layer_norm2");
     mlp = buildMlp(module, stack);
-  } else {
+    break;
+  case LayerLayout::PreNorm:
+  case LayerLayout::Sandwich:
     attn = buildAttention(module, stack, layer.attention);
     mlp = buildMlp(module, stack);
     inputNorm = addStackNorm("input_layernorm");
-    postAttnNorm = addStackNorm("post_attention_layernorm");
-    if (stack.sandwichNorms) {
-      preFfnNorm = addStackNorm("pre_feedforward_layernorm");
-      postFfnNorm = addStackNorm("post_feedforward_layernorm");
-    } else {
+    if (stack.layout == LayerLayout::PreNorm) {
       // Llama-style layers normalise the MLP input with
       // post_attention_layernorm.
-      preFfnNorm = postAttnNorm;
-      postAttnNorm = nullptr;
+      preFfnNorm = addStackNorm("post_attention_layernorm");
+      break;
     }
+    postAttnNorm = addStackNorm("post_attention_layernorm");
+    preFfnNorm = addStackNorm("pre_feedforward_layernorm");
+    postFfnNorm = addStackNorm("post_feedforward_layernorm");
+    break;
   }
 
   Forward fwd = beginForward(module, activation(hidden), activation(hidden));

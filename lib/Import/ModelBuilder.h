@@ -26,11 +26,30 @@ enum class NormKind {
   Layer          // LayerNorm with weight and bias, SigLIP
 };
 
+/// How a decoder or encoder layer arranges its norms and names its parts.
+enum class LayerLayout {
+  /// Llama: input_layernorm before attention, post_attention_layernorm
+  /// before the gated MLP (gate_proj, up_proj, down_proj).
+  PreNorm,
+  /// Gemma: pre-norm as Llama, plus post_attention_layernorm after
+  /// attention and pre_/post_feedforward_layernorm around the MLP.
+  Sandwich,
+  /// SigLIP: layer_norm1, self_attn (k, v, q, out_proj), layer_norm2,
+  /// mlp (fc1, activation_fn, fc2).
+  Siglip
+};
+
+/// Normalisation of queries and keys before rotary.
+enum class QkNormKind {
+  None,
+  /// One RMSNorm over each head's head_dim (Qwen3, Gemma 3/4).
+  PerHead
+};
+
 struct AttentionSpec {
   int64_t numHeads = 0, numKvHeads = 0, headDim = 0;
   bool qkvBias = false, outBias = false;
-  /// Per-head RMSNorm on queries and keys (Qwen3, Gemma 3/4).
-  bool qkNorm = false;
+  QkNormKind qkNorm = QkNormKind::None;
   /// Values are the key projection (Gemma 4 full attention): no v_proj.
   bool kEqV = false;
   bool causal = true;
@@ -55,11 +74,7 @@ struct StackSpec {
   NormKind norm = NormKind::Rms;
   double normEps = 1e-6;
   ActivationKind activation = ActivationKind::Silu;
-  /// Gemma's post-attention, pre- and post-feedforward norms.
-  bool sandwichNorms = false;
-  /// SigLIP's names and order: layer_norm1, self_attn (k, v, q, out_proj),
-  /// layer_norm2, mlp (fc1, fc2).
-  bool siglipLayout = false;
+  LayerLayout layout = LayerLayout::PreNorm;
   bool mlpBias = false;
   std::vector<LayerSpec> layers;
 };

@@ -611,7 +611,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
                               << stringifyTpRole(plan)
                               << " but its tie group is "
                               << stringifyTpRole(*first);
-          diag.attachNote(param.getLoc()) << getDottedPath(param);
+          diag.attachNote(param.getLoc())
+              << getDottedPath(param) << " would be " << stringifyTpRole(plan);
           diag.attachNote(firstParam.getLoc())
               << getDottedPath(firstParam) << " is "
               << stringifyTpRole(*first);

@@ -266,7 +266,7 @@ parc.model @tied class "M" attributes {parc.stacks = [{layers = 1 : i64, name = 
           parc.param @weight : tensor<16x16xf32>
         }
         parc.module @o "Linear" leaf {
-          // expected-note@+1 {{model.layers.0.o.weight}}
+          // expected-note@+1 {{model.layers.0.o.weight would be rowwise}}
           parc.param @weight : tensor<16x16xf32>
         }
         func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
