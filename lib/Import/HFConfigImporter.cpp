@@ -81,10 +81,11 @@ constexpr FamilyRow kFamilies[] = {
     {"qwen3",   "Qwen3",   FamilyReader::LlamaLike, 151936, 32, 32,           128,
      AttentionBias::FromConfig, /*mlpBiasKey=*/false, QkNormKind::PerHead, WindowRule::FromMaxLayers},
     // Gemma3TextConfig / Gemma4TextConfig, and their multimodal wrappers.
-    {"gemma3",      "Gemma3", FamilyReader::GemmaMultimodal},
-    {"gemma3_text", "Gemma3", FamilyReader::GemmaText},
-    {"gemma4",      "Gemma4", FamilyReader::GemmaMultimodal},
-    {"gemma4_text", "Gemma4", FamilyReader::GemmaText},
+    // Gemma4TextConfig keeps Gemma3TextConfig's defaults.
+    {"gemma3",      "Gemma3", FamilyReader::GemmaMultimodal, 262208, 8, 4, 256},
+    {"gemma3_text", "Gemma3", FamilyReader::GemmaText,       262208, 8, 4, 256},
+    {"gemma4",      "Gemma4", FamilyReader::GemmaMultimodal, 262208, 8, 4, 256},
+    {"gemma4_text", "Gemma4", FamilyReader::GemmaText,       262208, 8, 4, 256},
 };
 // clang-format on
 
@@ -139,7 +140,7 @@ private:
 
   void readLlamaFamily(const ConfigSection &config, const FamilyRow &family,
                        TextModelSpec &text);
-  void readGemmaText(const ConfigSection &config, StringRef family,
+  void readGemmaText(const ConfigSection &config, const FamilyRow &row,
                      TextModelSpec &text);
   void readSiglipVision(std::optional<ConfigSection> config,
                         const ConfigSection &root, int64_t textHidden,
@@ -394,12 +395,13 @@ void HFConfigImporter::readLlamaFamily(const ConfigSection &config,
 //===----------------------------------------------------------------------===//
 
 void HFConfigImporter::readGemmaText(const ConfigSection &config,
-                                     StringRef family, TextModelSpec &text) {
+                                     const FamilyRow &row,
+                                     TextModelSpec &text) {
+  StringRef family = row.classPrefix;
   bool isGemma4 = family == "Gemma4";
-  // Defaults of Gemma3TextConfig; Gemma4TextConfig shares them.
-  DecoderShape shape = readDecoderShape(config, 262208, /*defaultHeads=*/8,
-                                        /*defaultKvHeads=*/4,
-                                        /*defaultHeadDim=*/256);
+  DecoderShape shape =
+      readDecoderShape(config, row.defaultVocab, row.defaultHeads,
+                       row.defaultKvHeads, row.defaultHeadDim);
   std::string textPrefix = isGemma4 ? "Gemma4Text" : "Gemma3";
   text.causalLMClass = (family + "ForCausalLM").str();
   text.modelClass = (family + "TextModel").str();
@@ -648,7 +650,7 @@ OwningOpRef<mlir::ModuleOp> HFConfigImporter::import(StringRef symbolName) {
     readLlamaFamily(root, *family, spec.text);
     break;
   case FamilyReader::GemmaText:
-    readGemmaText(root, prefix, spec.text);
+    readGemmaText(root, *family, spec.text);
     break;
   case FamilyReader::GemmaMultimodal: {
     bool isGemma4 = prefix == "Gemma4";
@@ -659,7 +661,7 @@ OwningOpRef<mlir::ModuleOp> HFConfigImporter::import(StringRef symbolName) {
                                 << type << "'";
       return nullptr;
     }
-    readGemmaText(*textConfig, prefix, spec.text);
+    readGemmaText(*textConfig, *family, spec.text);
     if (root.has("tie_word_embeddings"))
       spec.text.tieEmbeddings = root.getBool("tie_word_embeddings", true);
     spec.wrapperClass = (prefix + "ForConditionalGeneration").str();
