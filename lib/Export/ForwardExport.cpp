@@ -9,6 +9,8 @@
 
 #include "parc/Export/ForwardExport.h"
 
+#include "PlanFields.h"
+
 #include "Parc/IR/ParcDialect.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -34,10 +36,6 @@ std::string printed(Attribute attr) {
   llvm::raw_string_ostream os(text);
   attr.print(os);
   return text;
-}
-
-StringRef str(const fb::String *s) {
-  return s ? StringRef(s->c_str(), s->size()) : StringRef();
 }
 
 /// Writes the forwards; `owner` is the module (or model) a forward belongs

@@ -11,6 +11,7 @@
 #include "parc/Export/ForwardExport.h"
 #include "parc/Export/ScheduleExport.h"
 
+#include "PlanFields.h"
 #include "PlanFormat.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/ModelGraph.h"
@@ -279,10 +280,6 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
 
 namespace {
 
-StringRef str(const fb::String *s) {
-  return s ? StringRef(s->c_str(), s->size()) : StringRef();
-}
-
 /// Splits "a.b.c" into ("a.b", "c").
 std::pair<StringRef, StringRef> splitPath(StringRef path) {
   size_t dot = path.rfind('.');
@@ -328,14 +325,14 @@ LogicalResult importParallelism(const schema::Parallelism &parallelism,
           {b.getNamedAttr("stage", b.getI64IntegerAttr(stage->stage())),
            b.getNamedAttr("steps", b.getArrayAttr(steps))}));
     }
-  std::optional<PpSchedule> schedule =
-      symbolizePpSchedule(str(parallelism.pp_schedule()));
-  if (!schedule) {
-    emitError(model->getLoc())
-        << "plan.bin has pipeline schedule '" << str(parallelism.pp_schedule())
-        << "', not gpipe, 1f1b or interleaved-1f1b";
+  FailureOr<PpSchedule> schedule =
+      readEnumName<PpSchedule, getMaxEnumValForPpSchedule()>(
+          str(parallelism.pp_schedule()), [&] {
+            return emitError(model->getLoc())
+                   << "plan.bin has pipeline schedule";
+          });
+  if (failed(schedule))
     return failure();
-  }
   auto plan = PipelinePlanAttr::getChecked(
       [&] { return emitError(model->getLoc()); }, b.getContext(),
       int64_t(stages.size()), *schedule, int64_t(parallelism.pp_chunks()),
@@ -424,11 +421,14 @@ LogicalResult PlanReader::readModules() {
                       b.getI64IntegerAttr(entry->layer_index()));
     }
     if (entry->remat()) {
-      std::optional<RematKind> remat = symbolizeRematKind(str(entry->remat()));
-      if (!remat)
-        return emitError(fileLoc) << "plan.bin module '" << path
-                                  << "' has remat '" << str(entry->remat())
-                                  << "', not none, selective or full";
+      FailureOr<RematKind> remat =
+          readEnumName<RematKind, getMaxEnumValForRematKind()>(
+              str(entry->remat()), [&] {
+                return emitError(fileLoc)
+                       << "plan.bin module '" << path << "' has remat";
+              });
+      if (failed(remat))
+        return failure();
       module->setAttr(kRematAttrName,
                       RematKindAttr::get(b.getContext(), *remat));
     }
@@ -475,12 +475,13 @@ LogicalResult PlanReader::readParams() {
     if (entry->frozen())
       param->setAttr("parc.frozen", b.getUnitAttr());
     if (entry->tp() && entry->tp()->size()) {
-      std::optional<TpRole> role = symbolizeTpRole(str(entry->tp()));
-      if (!role)
-        return emitError(fileLoc) << "plan.bin parameter '" << path
-                                  << "' has TP role '" << str(entry->tp())
-                                  << "', not colwise, rowwise, vocab, "
-                                     "replicated or sequence";
+      FailureOr<TpRole> role = readEnumName<TpRole, getMaxEnumValForTpRole()>(
+          str(entry->tp()), [&] {
+            return emitError(fileLoc)
+                   << "plan.bin parameter '" << path << "' has TP role";
+          });
+      if (failed(role))
+        return failure();
       param->setAttr(kTpParamAttrName, TpRoleAttr::get(b.getContext(), *role));
     }
     if (entry->tp_padded_dim0())

@@ -10,6 +10,8 @@
 
 #include "parc/Export/ScheduleExport.h"
 
+#include "PlanFields.h"
+
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -51,10 +53,6 @@ Type elementType(StringRef name, Builder &b) {
   if (name.consume_front("i") && !name.getAsInteger(10, width) && width > 0)
     return b.getIntegerType(width);
   return {};
-}
-
-StringRef str(const fb::String *s) {
-  return s ? StringRef(s->c_str(), s->size()) : StringRef();
 }
 
 /// The fields of one Step, filled per op kind.
@@ -459,10 +457,12 @@ private:
       return success();
     }
     case Kind::Recompute: {
-      std::optional<RematKind> remat = symbolizeRematKind(str(step.remat()));
-      if (!remat)
-        return error(index) << "has remat '" << str(step.remat())
-                            << "', not selective or full";
+      FailureOr<RematKind> remat =
+          readEnumName<RematKind, getMaxEnumValForRematKind()>(
+              str(step.remat()),
+              [&] { return error(index) << "has remat"; });
+      if (failed(remat))
+        return failure();
       RecomputeStepOp::create(b, loc, b.getStringAttr(str(step.path())),
                               b.getI64IntegerAttr(step.micro_batch()),
                               chunkAttr(step),
