@@ -114,11 +114,8 @@ private:
     bool sharded = llvm::any_of(
         operands, [&](int id) { return tpSharded.contains(id); });
     bool logits = false;
-    if (auto linear = dyn_cast<LinearOp>(op)) {
-      auto param =
-          tables.lookupNearestSymbolFrom<ParamOp>(&op, linear.getWeight());
-      TpRole plan = param ? getTpRole(param).value_or(TpRole::Replicated)
-                          : TpRole::Replicated;
+    if (isa<LinearOp>(op)) {
+      TpRole plan = weightRole(op);
       if (plan == TpRole::Colwise)
         sharded = true;
       else if (plan == TpRole::Rowwise)
@@ -148,17 +145,22 @@ private:
     return newBuffer(tensor ? count : 0, /*width=*/0);
   }
 
-  /// What an op with a weight saves of its input `id`: under sequence parallelism a
-  /// column-parallel linear all-gathers its sequence shard first and keeps
-  /// the whole sequence (one gather for the linears sharing it, q/k/v or
-  /// gate/up), as DTensor's and parc-run's sequence parallel do.
-  int sequenceGathered(Operation &op, int id) {
-    if (tp.size <= 1 || !tp.sequenceParallel || tpSharded.contains(id))
-      return id;
+  /// The TP role of the op's `weight` parameter (replicated without one).
+  TpRole weightRole(Operation &op) {
     auto weight = op.getAttrOfType<SymbolRefAttr>("weight");
-    auto param =
-        weight ? tables.lookupNearestSymbolFrom<ParamOp>(&op, weight) : ParamOp();
-    if (!param || getTpRole(param) != TpRole::Colwise)
+    auto param = weight ? tables.lookupNearestSymbolFrom<ParamOp>(&op, weight)
+                        : ParamOp();
+    return param ? getTpRole(param).value_or(TpRole::Replicated)
+                 : TpRole::Replicated;
+  }
+
+  /// What an op with a weight saves of its input `id`: under sequence
+  /// parallelism a column-parallel linear all-gathers its sequence shard
+  /// first and keeps the whole sequence (one gather for the linears sharing
+  /// it, q/k/v or gate/up), as DTensor's and parc-run's sequence parallel do.
+  int sequenceGathered(Operation &op, int id) {
+    if (tp.size <= 1 || !tp.sequenceParallel || tpSharded.contains(id) ||
+        weightRole(op) != TpRole::Colwise)
       return id;
     auto [it, inserted] = gatheredInputs.try_emplace(id, -1);
     if (inserted)

@@ -130,18 +130,17 @@ public:
   }
 
 private:
-  bool isTrainable(Operation *op, SymbolRefAttr ref) {
-    if (!ref)
-      return false;
-    auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, ref);
-    return param && !isFrozen(param);
+  ParamOp lookupParam(Operation &op, SymbolRefAttr ref) {
+    return ref ? tables.lookupNearestSymbolFrom<ParamOp>(&op, ref) : ParamOp();
   }
+  static bool isTrainable(ParamOp param) { return param && !isFrozen(param); }
 
   SmallVector<Tensor> traceOp(Operation &op, ArrayRef<Tensor> operands) {
-    auto weight = op.getAttrOfType<SymbolRefAttr>("weight");
-    auto bias = op.getAttrOfType<SymbolRefAttr>("bias");
-    bool weightGrad = isTrainable(&op, weight);
-    bool biasGrad = isTrainable(&op, bias);
+    ParamOp weight =
+        lookupParam(op, op.getAttrOfType<SymbolRefAttr>("weight"));
+    ParamOp bias = lookupParam(op, op.getAttrOfType<SymbolRefAttr>("bias"));
+    bool weightGrad = isTrainable(weight);
+    bool biasGrad = isTrainable(bias);
     bool inputGrad = anyGrad(operands);
     bool outputGrad = inputGrad || weightGrad || biasGrad;
     SmallVector<Tensor> results;
@@ -157,11 +156,8 @@ private:
       query.operandShapes = shapes;
       query.resultShape = results.empty() ? ArrayRef<int64_t>()
                                           : ArrayRef(results.front().shape);
-      if (auto param = weight ? tables.lookupNearestSymbolFrom<ParamOp>(
-                                    &op, weight)
-                              : ParamOp())
-        query.weightElements = param.getNumElements();
-      query.hasBias = bool(bias);
+      query.weightElements = weight ? weight.getNumElements() : 0;
+      query.hasBias = op.hasAttr("bias");
       query.weightGrad = weightGrad;
       query.biasGrad = biasGrad;
       query.inputGrad = inputGrad;

@@ -57,17 +57,13 @@ bool stackInScope(StringRef stack, StringRef scope) {
   return stack == scope || stack.starts_with((scope + "_").str());
 }
 
-/// Ops whose outputs selective remat recomputes in backward instead of
-/// storing: cheap next to the matmuls and attention whose outputs it keeps.
-bool isCheapToRecompute(Operation *op) {
-  auto autograd = dyn_cast<AutogradOpInterface>(op);
-  return autograd && autograd.isCheapToRecompute();
-}
-
+/// Marks the ops selective remat recomputes in backward instead of storing
+/// what they save: those their AutogradOpInterface calls cheap next to the
+/// matmuls and attention whose outputs it keeps.
 void markSelective(NNModuleOp layer) {
   UnitAttr unit = UnitAttr::get(layer.getContext());
-  layer.walk([&](Operation *op) {
-    if (isCheapToRecompute(op))
+  layer.walk([&](AutogradOpInterface op) {
+    if (op.isCheapToRecompute())
       op->setAttr("parc.recompute", unit);
   });
 }
