@@ -63,10 +63,12 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
   let description = [{
     Marks every discovered layer in scope with `parc.remat`: `full` keeps only
     the layer input for backward and recomputes the rest; `selective` keeps
-    matmul and attention outputs and marks norms, elementwise ops and
-    activations `parc.recompute`; `every:N` applies full remat to every N-th
-    layer. Requesting remat when no layer is in scope is an error naming the
-    model and the stacks searched. Frozen modules are skipped and reported.
+    matmul and attention outputs and marks `parc.recompute` on the ops whose
+    `AutogradOpInterface` says they are cheap to recompute (norms, rope,
+    elementwise ops, activations, softcap); `every:N` applies full remat to
+    every N-th layer. Requesting remat when no layer is in scope is an error
+    naming the model and the stacks searched. Frozen modules are skipped and
+    reported.
   }];
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"full\"",
