@@ -17,15 +17,16 @@ using namespace mlir::parc;
 
 namespace {
 
-/// A forward under construction: the module that owns it, a builder at the
-/// end of its body and the location of its ops (the owner's).
+/// A forward under construction: the module that owns it and a builder at the
+/// end of its body.
 struct Forward {
   Operation *owner;
   OpBuilder builder;
   Block *entry;
-  Location loc;
 
   Value arg(unsigned i) { return entry->getArgument(i); }
+  /// Where its ops are located: at the owner's path.
+  Location loc() { return owner->getLoc(); }
 };
 
 class ModelBuilder {
@@ -36,9 +37,9 @@ public:
   OwningOpRef<mlir::ModuleOp> build(const ModelSpec &spec);
 
 private:
-  /// The location of `op`: its dotted path, in the config file (the model,
-  /// the root, has none). Forward ops are located at the module that runs
-  /// them.
+  /// The location of a new module or parameter: its dotted path, in the
+  /// config file (the model, the root, has none). Forward ops take the
+  /// location of the module that runs them.
   Location locOf(Operation *op) {
     std::string path = getDottedPath(op);
     if (path.empty())
@@ -182,16 +183,15 @@ Forward ModelBuilder::beginForward(Operation *owner, TypeRange inputs,
                                    TypeRange results) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(bodyOf(owner));
-  Location ownerLoc = locOf(owner);
-  auto func = func::FuncOp::create(builder, ownerLoc, "forward", builder.getFunctionType(inputs, results));
+  auto func = func::FuncOp::create(builder, owner->getLoc(), "forward", builder.getFunctionType(inputs, results));
   Block *entry = func.addEntryBlock();
   OpBuilder body(context);
   body.setInsertionPointToEnd(entry);
-  return Forward{owner, body, entry, ownerLoc};
+  return Forward{owner, body, entry};
 }
 
 void ModelBuilder::endForward(Forward &fwd, ValueRange results) {
-  func::ReturnOp::create(fwd.builder, fwd.loc, results);
+  func::ReturnOp::create(fwd.builder, fwd.loc(), results);
 }
 
 SymbolRefAttr ModelBuilder::paramRef(Forward &fwd, Operation *module,
@@ -209,7 +209,7 @@ Value ModelBuilder::linear(Forward &fwd, Value input, NNModuleOp linear) {
   SymbolRefAttr bias;
   if (SymbolTable::lookupSymbolIn(linear, "bias"))
     bias = paramRef(fwd, linear, "bias");
-  return LinearOp::create(fwd.builder, locOf(linear), RankedTensorType::get(shape, dtype), input,
+  return LinearOp::create(fwd.builder, linear->getLoc(), RankedTensorType::get(shape, dtype), input,
       paramRef(fwd, linear, "weight"), bias);
 }
 
@@ -217,15 +217,15 @@ Value ModelBuilder::norm(Forward &fwd, Value input, NNModuleOp norm,
                          NormKind kind, double eps) {
   FloatAttr epsAttr = fwd.builder.getF64FloatAttr(eps);
   if (kind == NormKind::Layer)
-    return LayerNormOp::create(fwd.builder, locOf(norm), input.getType(), input, paramRef(fwd, norm, "weight"),
+    return LayerNormOp::create(fwd.builder, norm->getLoc(), input.getType(), input, paramRef(fwd, norm, "weight"),
         paramRef(fwd, norm, "bias"), epsAttr);
-  return RmsNormOp::create(fwd.builder, locOf(norm), input.getType(), input, paramRef(fwd, norm, "weight"), epsAttr,
+  return RmsNormOp::create(fwd.builder, norm->getLoc(), input.getType(), input, paramRef(fwd, norm, "weight"), epsAttr,
       kind == NormKind::RmsUnitOffset ? fwd.builder.getUnitAttr() : UnitAttr());
 }
 
 Value ModelBuilder::call(Forward &fwd, Operation *callee, ValueRange args,
                          Type result) {
-  return CallOp::create(fwd.builder, fwd.loc, TypeRange{result}, getRelativeRef(fwd.owner, callee),
+  return CallOp::create(fwd.builder, fwd.loc(), TypeRange{result}, getRelativeRef(fwd.owner, callee),
                       args)
       .getResult(0);
 }
@@ -272,7 +272,7 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
   }
   if (spec.ropeTheta) {
     auto rope = [&](Value input) -> Value {
-      return RopeOp::create(b, fwd.loc, input.getType(), input,
+      return RopeOp::create(b, fwd.loc(), input.getType(), input,
                               b.getI64IntegerAttr(spec.headDim),
                               b.getF64FloatAttr(*spec.ropeTheta),
                               spec.ropeScaling);
@@ -280,7 +280,7 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
     query = rope(query);
     key = rope(key);
   }
-  auto attention = AttentionOp::create(b, fwd.loc, activation(qWidth), query, key, value,
+  auto attention = AttentionOp::create(b, fwd.loc(), activation(qWidth), query, key, value,
       b.getI64IntegerAttr(spec.numHeads), b.getI64IntegerAttr(spec.numKvHeads),
       b.getI64IntegerAttr(spec.headDim), b.getF64FloatAttr(spec.scale),
       spec.causal ? b.getUnitAttr() : UnitAttr(),
@@ -304,7 +304,7 @@ NNModuleOp ModelBuilder::buildMlp(Operation *parent,
     NNModuleOp fc2 = addLinear(mlp, "fc2", inner, hidden, stack.mlpBias);
     Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
     Value h = linear(fwd, fwd.arg(0), fc1);
-    h = ActivationOp::create(fwd.builder, locOf(actFn), h.getType(), act, h);
+    h = ActivationOp::create(fwd.builder, actFn->getLoc(), h.getType(), act, h);
     endForward(fwd, linear(fwd, h, fc2));
     return mlp;
   }
@@ -316,9 +316,9 @@ NNModuleOp ModelBuilder::buildMlp(Operation *parent,
   NNModuleOp actFn = addLeaf(mlp, "act_fn", stack.activationClass);
   Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
   Value g = linear(fwd, fwd.arg(0), gate);
-  g = ActivationOp::create(fwd.builder, locOf(actFn), g.getType(), act, g);
+  g = ActivationOp::create(fwd.builder, actFn->getLoc(), g.getType(), act, g);
   Value u = linear(fwd, fwd.arg(0), up);
-  Value h = MulOp::create(fwd.builder, fwd.loc, g, u);
+  Value h = MulOp::create(fwd.builder, fwd.loc(), g, u);
   endForward(fwd, linear(fwd, h, down));
   return mlp;
 }
@@ -367,12 +367,12 @@ NNModuleOp ModelBuilder::buildLayer(Operation *parent, unsigned index,
   h = call(fwd, attn, h, activation(hidden));
   if (postAttnNorm)
     h = norm(fwd, h, postAttnNorm, stack.norm, stack.normEps);
-  residual = AddOp::create(b, fwd.loc, residual, h);
+  residual = AddOp::create(b, fwd.loc(), residual, h);
   h = norm(fwd, residual, preFfnNorm, stack.norm, stack.normEps);
   h = call(fwd, mlp, h, activation(hidden));
   if (postFfnNorm)
     h = norm(fwd, h, postFfnNorm, stack.norm, stack.normEps);
-  endForward(fwd, Value(AddOp::create(b, fwd.loc, residual, h)));
+  endForward(fwd, Value(AddOp::create(b, fwd.loc(), residual, h)));
   return module;
 }
 
@@ -388,7 +388,7 @@ NNModuleOp ModelBuilder::buildLayerList(Operation *parent,
 /// Emits the calls of every layer of `layers` in order.
 static Value callLayers(Forward &fwd, NNModuleOp layers, Value x) {
   for (NNModuleOp layer : layers.getBody()->getOps<NNModuleOp>())
-    x = CallOp::create(fwd.builder, fwd.loc, TypeRange{x.getType()},
+    x = CallOp::create(fwd.builder, fwd.loc(), TypeRange{x.getType()},
                             getRelativeRef(fwd.owner, layer), x)
             .getResult(0);
   return x;
@@ -411,7 +411,7 @@ NNModuleOp ModelBuilder::buildTextModel(Operation *parent, StringRef name,
   Forward fwd = beginForward(model, input, activation(stack.hidden));
   Value x = fwd.arg(0);
   if (!takesEmbeddings)
-    x = EmbeddingOp::create(fwd.builder, locOf(embed), activation(stack.hidden), x, paramRef(fwd, embed, "weight"),
+    x = EmbeddingOp::create(fwd.builder, embed->getLoc(), activation(stack.hidden), x, paramRef(fwd, embed, "weight"),
         spec.embedScale ? fwd.builder.getF64FloatAttr(*spec.embedScale)
                         : FloatAttr());
   x = callLayers(fwd, layers, x);
@@ -449,9 +449,9 @@ NNModuleOp ModelBuilder::buildSiglipTower(Operation *parent,
 
   Forward embedFwd = beginForward(embeddings, visionInput(spec),
                                   activation(hidden));
-  Value x = PatchEmbeddingOp::create(embedFwd.builder, locOf(patch), activation(hidden), embedFwd.arg(0),
+  Value x = PatchEmbeddingOp::create(embedFwd.builder, patch->getLoc(), activation(hidden), embedFwd.arg(0),
       paramRef(embedFwd, patch, "weight"), paramRef(embedFwd, patch, "bias"));
-  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, locOf(positions), x.getType(), x,
+  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, positions->getLoc(), x.getType(), x,
                            paramRef(embedFwd, positions, "weight"))));
 
   Forward encoderFwd = beginForward(encoder, activation(hidden),
@@ -495,7 +495,7 @@ NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
   Forward embedFwd =
       beginForward(embedder, visionInput(spec), activation(hidden));
   Value x = linear(embedFwd, embedFwd.arg(0), inputProj);
-  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, locOf(positions), x.getType(), x,
+  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, positions->getLoc(), x.getType(), x,
                            paramRef(embedFwd, positions, "weight"))));
 
   Forward encoderFwd =
@@ -505,7 +505,7 @@ NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
   Forward towerFwd = beginForward(tower, visionInput(spec), activation(hidden));
   x = call(towerFwd, embedder, towerFwd.arg(0), activation(hidden));
   x = call(towerFwd, encoder, x, activation(hidden));
-  x = AvgPoolTokensOp::create(towerFwd.builder, locOf(pooler), activation(hidden), x,
+  x = AvgPoolTokensOp::create(towerFwd.builder, pooler->getLoc(), activation(hidden), x,
       towerFwd.builder.getI64IntegerAttr(spec.poolKernel));
   endForward(towerFwd, x);
   return tower;
@@ -534,10 +534,10 @@ NNModuleOp ModelBuilder::buildProjector(Operation *parent,
   NNModuleOp avgPool = addLeaf(projector, "avg_pool", "AvgPool2d");
   Forward fwd = beginForward(projector, activation(visionHidden),
                              activation(textHidden));
-  Value x = AvgPoolTokensOp::create(fwd.builder, locOf(avgPool), activation(visionHidden), fwd.arg(0),
+  Value x = AvgPoolTokensOp::create(fwd.builder, avgPool->getLoc(), activation(visionHidden), fwd.arg(0),
       fwd.builder.getI64IntegerAttr(spec.poolKernel));
   x = norm(fwd, x, softNorm, textNorm, spec.stack.normEps);
-  x = MatmulOp::create(fwd.builder, fwd.loc, activation(textHidden), x,
+  x = MatmulOp::create(fwd.builder, fwd.loc(), activation(textHidden), x,
       paramRef(fwd, projector, "mm_input_projection_weight"));
   endForward(fwd, x);
   return projector;
@@ -581,7 +581,7 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
 
     Forward fwd = beginForward(inner, {tokenIds(), visionInput(vision)},
                                activation(hidden));
-    Value embeds = EmbeddingOp::create(fwd.builder, locOf(embedOwner), activation(hidden), fwd.arg(0),
+    Value embeds = EmbeddingOp::create(fwd.builder, embedOwner->getLoc(), activation(hidden), fwd.arg(0),
         paramRef(fwd, embedOwner, "weight"),
         text.embedScale ? fwd.builder.getF64FloatAttr(*text.embedScale)
                         : FloatAttr());
@@ -589,7 +589,7 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
         call(fwd, tower, fwd.arg(1), activation(vision.stack.hidden));
     image = call(fwd, projector, image, activation(hidden));
     Value merged =
-        MergeImageFeaturesOp::create(fwd.builder, fwd.loc, embeds, image);
+        MergeImageFeaturesOp::create(fwd.builder, fwd.loc(), embeds, image);
     endForward(fwd, call(fwd, language, merged, activation(hidden)));
   } else {
     inner = buildTextModel(model, "model", text, /*takesEmbeddings=*/false);
@@ -605,14 +605,14 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
   auto lossType = RankedTensorType::get({}, builder.getF32Type());
   Forward fwd = beginForward(model, inputs, lossType);
   SmallVector<Value> modelArgs(fwd.entry->getArguments().drop_back());
-  Value h = CallOp::create(fwd.builder, fwd.loc, TypeRange{activation(hidden)},
+  Value h = CallOp::create(fwd.builder, fwd.loc(), TypeRange{activation(hidden)},
                                 getRelativeRef(model, inner), modelArgs)
                 .getResult(0);
   Value logits = linear(fwd, h, lmHead);
   if (text.finalSoftcap)
-    logits = SoftcapOp::create(fwd.builder, fwd.loc, logits.getType(), logits,
+    logits = SoftcapOp::create(fwd.builder, fwd.loc(), logits.getType(), logits,
         fwd.builder.getF64FloatAttr(*text.finalSoftcap));
-  endForward(fwd, Value(CrossEntropyOp::create(fwd.builder, fwd.loc, lossType, logits, fwd.entry->getArguments().back())));
+  endForward(fwd, Value(CrossEntropyOp::create(fwd.builder, fwd.loc(), lossType, logits, fwd.entry->getArguments().back())));
 
   if (text.tieEmbeddings) {
     OpBuilder::InsertionGuard guard(builder);
