@@ -229,6 +229,27 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
     return op->emitOpError() << "'" << name
                              << "' must be a #parc.tp<...> role, got "
                              << attr.getValue();
+  if (name == kTpShardsAttrName) {
+    auto shards = dyn_cast<TpShardsAttr>(attr.getValue());
+    if (!shards)
+      return op->emitOpError() << "'" << name
+                               << "' must be #parc.tp_shards<...>, got "
+                               << attr.getValue();
+    auto forward = dyn_cast<func::FuncOp>(op);
+    size_t defined =
+        forward ? forward.getNumArguments() : op->getNumResults();
+    if (shards.getValues().size() != defined)
+      return op->emitOpError()
+             << "'" << name << "' has " << shards.getValues().size()
+             << " value shards for " << defined
+             << (forward ? " arguments" : " results");
+    for (int32_t operand : shards.getGather())
+      if (operand >= int32_t(op->getNumOperands()))
+        return op->emitOpError() << "'" << name << "' gathers operand "
+                                 << operand << " of "
+                                 << op->getNumOperands();
+    return success();
+  }
   if (name == kRematAttrName && !isa<RematKindAttr>(attr.getValue()))
     return op->emitOpError() << "'" << name
                              << "' must be a #parc.remat<...> decision, got "
@@ -239,6 +260,25 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
 std::optional<TpRole> mlir::parc::getTpRole(Operation *param) {
   auto role = param->getAttrOfType<TpRoleAttr>(kTpParamAttrName);
   return role ? std::optional(role.getValue()) : std::nullopt;
+}
+
+TpShardsAttr mlir::parc::getTpShards(Operation *op) {
+  return op->getAttrOfType<TpShardsAttr>(kTpShardsAttrName);
+}
+
+LogicalResult
+TpShardsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     ArrayRef<TpShard> values, ArrayRef<TpComm> comms,
+                     ArrayRef<int32_t> gather) {
+  for (auto [i, comm] : llvm::enumerate(comms))
+    if (llvm::is_contained(comms.take_front(i), comm))
+      return emitError() << "#parc.tp_shards lists " << stringifyTpComm(comm)
+                         << " twice";
+  for (auto [i, operand] : llvm::enumerate(gather))
+    if (operand < 0 || llvm::is_contained(gather.take_front(i), operand))
+      return emitError() << "#parc.tp_shards gathers operand " << operand
+                         << (operand < 0 ? ", which is negative" : " twice");
+  return success();
 }
 
 std::optional<RematKind> mlir::parc::getRemat(Operation *layer) {

@@ -18,6 +18,9 @@ namespace mlir::parc {
 /// verifyOperationAttribute), so a pass never reads a plan it cannot use.
 constexpr llvm::StringLiteral kTpSizeAttrName = "parc.tp_size";
 constexpr llvm::StringLiteral kTpParamAttrName = "parc.tp";
+/// How a forward op runs under TP, and what a rank holds of a forward's
+/// arguments (#parc.tp_shards on the op or the func.func).
+constexpr llvm::StringLiteral kTpShardsAttrName = "parc.tp_shards";
 constexpr llvm::StringLiteral kRematAttrName = "parc.remat";
 constexpr llvm::StringLiteral kTpPaddedDim0AttrName = "parc.tp_padded_dim0";
 constexpr llvm::StringLiteral kPpPlanAttrName = "parc.pp";

@@ -1,8 +1,8 @@
 //===- ParcInterfaces.h - what each forward op means ------------*- C++ -*-===//
 //
 // The types the op interfaces of ParcInterfaces.td speak: the query an
-// analysis asks an op's cost with, the FLOPs it answers, and the recorder an
-// op tells what its backward saves. The analyses implement the recorder
+// analysis asks an op's cost with, the FLOPs it answers, the recorder an op
+// tells what its backward saves, and the query of its TP sharding rule. The analyses implement the recorder
 // (tensor identity, TP shards, remat); the ops only say what they keep.
 //
 //===----------------------------------------------------------------------===//
@@ -10,10 +10,15 @@
 #ifndef PARC_DIALECT_PARC_IR_PARCINTERFACES_H
 #define PARC_DIALECT_PARC_IR_PARCINTERFACES_H
 
+#include "Parc/IR/ParcEnums.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/Twine.h"
+
+#include <string>
 
 namespace mlir::parc {
 
@@ -114,6 +119,34 @@ public:
   virtual const KernelProfile &getKernels() = 0;
   /// The parameter `ref` of the op names, looked up in a cached table.
   virtual ParamOp lookupParam(SymbolRefAttr ref) = 0;
+};
+
+/// One op's TP decision (TpShardingOpInterface): what a rank holds of its
+/// operands (vocab shards the op does not keep already gathered), the roles
+/// of its weight and bias and the plan's switches in; what it holds of its
+/// results and the collectives it needs out, or the reason it cannot run.
+class TpShardQuery {
+public:
+  llvm::ArrayRef<TpShard> operands;
+  TpRole weight = TpRole::Replicated, bias = TpRole::Replicated;
+  bool hasBias = false;
+  bool sequenceParallel = false, lossParallel = false;
+
+  TpShard result = TpShard::Full;
+  llvm::SmallVector<TpComm> comms;
+  std::string refusal;
+
+  bool any(TpShard shard) const {
+    return llvm::is_contained(operands, shard);
+  }
+  /// Refuses the split; `why` completes "'<op>' on '<weight>' ...".
+  LogicalResult refuse(const llvm::Twine &why) {
+    refusal = why.str();
+    return failure();
+  }
+  /// The default rule: results split as the operands are (features with
+  /// replicated values do not mix; sequence shards mix with nothing).
+  LogicalResult inferElementwise();
 };
 
 } // namespace mlir::parc

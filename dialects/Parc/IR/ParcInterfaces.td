@@ -1,7 +1,8 @@
 //===- ParcInterfaces.td - what each forward op means ------*- tablegen -*-===//
 //
 // Per-op knowledge lives on the op: what it costs (FLOPs at given shapes),
-// what its autograd backward saves, and whether remat recomputes it. The
+// what its autograd backward saves, whether remat recomputes it, and how it
+// runs under tensor parallelism. The
 // cost model and the activation trace walk a forward and ask each op through
 // these interfaces; adding an op means implementing them, not editing the
 // analyses.
@@ -63,6 +64,39 @@ def Parc_AutogradOpInterface : OpInterface<"AutogradOpInterface"> {
         Whether selective remat recomputes this op in backward.
       }],
       "bool", "isCheapToRecompute", (ins), [{}], [{ return false; }]>
+  ];
+}
+
+def Parc_TpShardingOpInterface : OpInterface<"TpShardingOpInterface"> {
+  let description = [{
+    How the op runs when tensor parallelism splits its operands or its
+    weight, in the manner of Shardy's sharding rules: given what a TP rank
+    holds of each operand (`full`, `features`, `vocab`, `sequence`) and the
+    TP roles apply-tp gave its weight and bias, what it holds of the result
+    and which collectives make that so, or why the split cannot run.
+    apply-tp asks every op once and records the answer (`#parc.tp_shards`);
+    the memory model, the lowering and parc-run read that record. An op
+    without this interface refuses any TP plan that reaches it.
+  }];
+  let cppNamespace = "::mlir::parc";
+  let methods = [
+    InterfaceMethod<[{
+        Whether operand `operand` may stay split over the vocabulary (the
+        logit softcap; a cross-entropy under loss parallel). Otherwise
+        apply-tp all-gathers vocab shards before the op.
+      }],
+      "bool", "keepsVocabShards",
+      (ins "unsigned":$operand, "bool":$lossParallel), [{}],
+      [{ return false; }]>,
+    InterfaceMethod<[{
+        Decides `query`'s result shard and collectives from its operands'
+        shards, or refuses with `query.refuse(...)`. The default is an
+        elementwise op's: the result is split as its operands are, which
+        must agree.
+      }],
+      "::mlir::LogicalResult", "inferTpShards",
+      (ins "::mlir::parc::TpShardQuery &":$query), [{}],
+      [{ return query.inferElementwise(); }]>
   ];
 }
 

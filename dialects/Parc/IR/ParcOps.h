@@ -4,7 +4,6 @@
 #define PARC_DIALECT_PARC_IR_PARCOPS_H
 
 #include "Parc/IR/ParcDialect.h"
-#include "Parc/IR/ParcInterfaces.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -14,11 +13,34 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "Parc/IR/ParcEnums.h.inc"
+#include "Parc/IR/ParcEnums.h"
+#include "Parc/IR/ParcInterfaces.h"
 
 namespace mlir::parc {
 /// Parses a quoted pipeline schedule name ("1f1b").
 FailureOr<PpSchedule> parsePpSchedule(AsmParser &parser);
+
+/// `[a, b]`: enum cases by name, or integers.
+template <typename T>
+FailureOr<SmallVector<T>> parseBracketedList(AsmParser &parser) {
+  SmallVector<T> values;
+  if (parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            FailureOr<T> value = FieldParser<T>::parse(parser);
+            if (failed(value))
+              return failure();
+            values.push_back(*value);
+            return success();
+          }))
+    return failure();
+  return values;
+}
+template <typename T>
+void printBracketedList(AsmPrinter &printer, ArrayRef<T> values) {
+  printer << '[';
+  llvm::interleaveComma(values, printer.getStream());
+  printer << ']';
+}
 } // namespace mlir::parc
 
 #define GET_ATTRDEF_CLASSES
@@ -33,6 +55,8 @@ namespace mlir::parc {
 std::optional<TpRole> getTpRole(Operation *param);
 /// The remat decision apply-remat recorded on a layer (parc.remat), if any.
 std::optional<RematKind> getRemat(Operation *layer);
+/// How apply-tp runs `op` (parc.tp_shards); null outside a TP plan.
+TpShardsAttr getTpShards(Operation *op);
 
 /// The dotted path of a module or parameter as named_modules() /
 /// named_parameters() print it, relative to the enclosing parc.model.

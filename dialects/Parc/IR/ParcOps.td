@@ -183,6 +183,8 @@ class Parc_ParamUserOp<string mnemonic, list<Trait> traits = []>
         Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>])>;
 
 def Parc_EmbeddingOp : Parc_ParamUserOp<"embedding", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "Token embedding lookup";
@@ -199,6 +201,8 @@ def Parc_EmbeddingOp : Parc_ParamUserOp<"embedding", [
 }
 
 def Parc_LinearOp : Parc_ParamUserOp<"linear", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "y = x W^T (+ b), as torch.nn.Linear";
@@ -212,6 +216,8 @@ def Parc_LinearOp : Parc_ParamUserOp<"linear", [
 }
 
 def Parc_MatmulOp : Parc_ParamUserOp<"matmul", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "y = x W with a raw (in x out) weight parameter";
@@ -227,6 +233,7 @@ def Parc_MatmulOp : Parc_ParamUserOp<"matmul", [
 }
 
 def Parc_PatchEmbeddingOp : Parc_ParamUserOp<"patch_embedding", [
+    Parc_TpShardingOpInterface,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "Non-overlapping patch projection (Conv2d with stride = kernel)";
@@ -240,6 +247,7 @@ def Parc_PatchEmbeddingOp : Parc_ParamUserOp<"patch_embedding", [
 }
 
 def Parc_PositionEmbeddingOp : Parc_ParamUserOp<"position_embedding", [
+    Parc_TpShardingOpInterface,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
         ["getFlopsPerElement"]>,
     AllTypesMatch<["input", "result"]>]> {
@@ -250,6 +258,8 @@ def Parc_PositionEmbeddingOp : Parc_ParamUserOp<"position_embedding", [
 }
 
 def Parc_RmsNormOp : Parc_ParamUserOp<"rms_norm", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
         ["getFlopsPerElement"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
@@ -268,6 +278,8 @@ def Parc_RmsNormOp : Parc_ParamUserOp<"rms_norm", [
 }
 
 def Parc_LayerNormOp : Parc_ParamUserOp<"layer_norm", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
         ["getFlopsPerElement"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
@@ -283,6 +295,8 @@ def Parc_LayerNormOp : Parc_ParamUserOp<"layer_norm", [
 }
 
 def Parc_RopeOp : Parc_Op<"rope", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
         ["getFlopsPerElement"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["isCheapToRecompute"]>,
@@ -300,6 +314,8 @@ def Parc_RopeOp : Parc_Op<"rope", [
 }
 
 def Parc_AttentionOp : Parc_Op<"attention", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>,
     Pure]> {
@@ -325,6 +341,7 @@ def Parc_AttentionOp : Parc_Op<"attention", [
 }
 
 def Parc_AddOp : Parc_Op<"add", [
+    Parc_TpShardingOpInterface,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
         ["getFlopsPerElement"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["isCheapToRecompute"]>,
@@ -336,6 +353,7 @@ def Parc_AddOp : Parc_Op<"add", [
 }
 
 def Parc_MulOp : Parc_Op<"mul", [
+    Parc_TpShardingOpInterface,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
         ["getFlopsPerElement"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
@@ -348,6 +366,7 @@ def Parc_MulOp : Parc_Op<"mul", [
 }
 
 def Parc_ActivationOp : Parc_Op<"activation", [
+    Parc_TpShardingOpInterface,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
         ["getFlopsPerElement"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
@@ -360,6 +379,8 @@ def Parc_ActivationOp : Parc_Op<"activation", [
 }
 
 def Parc_SoftcapOp : Parc_Op<"softcap", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["keepsVocabShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
         ["getFlopsPerElement"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
@@ -373,6 +394,7 @@ def Parc_SoftcapOp : Parc_Op<"softcap", [
 }
 
 def Parc_AvgPoolTokensOp : Parc_Op<"avg_pool_tokens", [
+    Parc_TpShardingOpInterface,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     Pure]> {
   let summary = "Average-pool a square grid of tokens by kernel x kernel";
@@ -383,6 +405,7 @@ def Parc_AvgPoolTokensOp : Parc_Op<"avg_pool_tokens", [
 }
 
 def Parc_MergeImageFeaturesOp : Parc_Op<"merge_image_features", [
+    Parc_TpShardingOpInterface,
     Pure, AllTypesMatch<["text", "result"]>]> {
   let summary = "Place image features at the image-token positions";
   let arguments = (ins AnyRankedTensor:$text, AnyRankedTensor:$image);
@@ -394,6 +417,8 @@ def Parc_MergeImageFeaturesOp : Parc_Op<"merge_image_features", [
 }
 
 def Parc_CrossEntropyOp : Parc_Op<"cross_entropy", [
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
+        ["keepsVocabShards", "inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>,
     Pure]> {

@@ -117,4 +117,86 @@ def Parc_PipelinePlanAttr : AttrDef<Parc_Dialect, "PipelinePlan"> {
   }];
 }
 
+/// What one TP rank holds of a value (apply-tp records it on every op).
+def Parc_TpShard : I32EnumAttr<"TpShard", "what a TP rank holds of a value", [
+  I32EnumAttrCase<"Full", 0, "full">,
+  I32EnumAttrCase<"Features", 1, "features">,
+  I32EnumAttrCase<"Vocab", 2, "vocab">,
+  I32EnumAttrCase<"Sequence", 3, "sequence">
+]> {
+  let cppNamespace = "::mlir::parc";
+  let genSpecializedAttr = 0;
+}
+
+/// The collectives an op's TP split needs, each in Megatron's terms.
+def Parc_TpComm : I32EnumAttr<"TpComm", "a collective of one op's TP split", [
+  /// Identity forward, all-reduce of the input gradient backward (a
+  /// column-parallel linear on a replicated input; Megatron's f).
+  I32EnumAttrCase<"CopyInput", 0, "copy_input">,
+  /// All-gather the sequence shards of the input first (backward:
+  /// reduce-scatter), under sequence parallel.
+  I32EnumAttrCase<"GatherSequence", 1, "gather_sequence">,
+  /// All-reduce the partial output (a row-parallel linear, a vocab
+  /// embedding; Megatron's g).
+  I32EnumAttrCase<"Reduce", 2, "reduce">,
+  /// Reduce-scatter the partial output over the sequence (backward:
+  /// all-gather), under sequence parallel.
+  I32EnumAttrCase<"ScatterSequence", 3, "scatter_sequence">,
+  /// All-reduce the replicated weight's gradient: each rank saw part of the
+  /// features or of the sequence (q/k norms, sequence-parallel norms).
+  I32EnumAttrCase<"WeightGrad", 4, "weight_grad">,
+  /// Vocab-parallel cross-entropy: all-reduce the logit max, the target
+  /// logit and the sum of exponentials rather than gather the logits.
+  I32EnumAttrCase<"VocabLoss", 5, "vocab_loss">,
+  /// All-reduce the replicated bias's gradient (after a sequence-parallel
+  /// reduce-scatter, or with a weight_grad).
+  I32EnumAttrCase<"BiasGrad", 6, "bias_grad">
+]> {
+  let cppNamespace = "::mlir::parc";
+  let genSpecializedAttr = 0;
+}
+
+/// A bracketed list of enum cases or integers, `[features, full]`.
+class Parc_ListParameter<string element, string desc>
+    : OptionalArrayRefParameter<element, desc> {
+  let parser = "::mlir::parc::parseBracketedList<" # element # ">($_parser)";
+  let printer = "::mlir::parc::printBracketedList($_printer, $_self)";
+}
+
+def Parc_TpShardsAttr : AttrDef<Parc_Dialect, "TpShards"> {
+  let mnemonic = "tp_shards";
+  let summary = "How one op runs under tensor parallelism (apply-tp)";
+  let description = [{
+    `parc.tp_shards` on every forward op of a TP plan, decided once by
+    apply-tp from each op's TpShardingOpInterface: what a rank holds of each
+    value the op defines, the collectives the op needs, and the operands it
+    all-gathers over the vocabulary first. On a module's `func.func
+    @forward`, `values` are its arguments as its call passes them. The memory model, the lowering and plan.bin
+    read it; parc-run executes it without re-deriving it.
+
+    ```mlir
+    %0 = parc.linear %x {weight = @q_proj, parc.tp_shards =
+        #parc.tp_shards<values = [features], comms = [copy_input]>} ...
+    %1 = parc.cross_entropy %logits, %labels {parc.tp_shards =
+        #parc.tp_shards<values = [full], gather = [0]>} ...
+    ```
+  }];
+  let parameters = (ins
+    Parc_ListParameter<"::mlir::parc::TpShard", "value shards">:$values,
+    Parc_ListParameter<"::mlir::parc::TpComm", "collectives">:$comms,
+    Parc_ListParameter<"int32_t", "operands gathered over the vocabulary">:
+        $gather
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool hasComm(::mlir::parc::TpComm comm) const {
+      return ::llvm::is_contained(getComms(), comm);
+    }
+    bool gathers(unsigned operand) const {
+      return ::llvm::is_contained(getGather(), int32_t(operand));
+    }
+  }];
+}
+
 #endif // PARC_DIALECT_PARC_IR_PARCPLANATTRS_TD

@@ -1115,6 +1115,76 @@ parc.model @tp_role class "M" {
 
 // -----
 
+parc.model @tp_shards_string class "M" {
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    // expected-error@+1 {{'parc.activation' op 'parc.tp_shards' must be #parc.tp_shards<...>, got "features"}}
+    %y = parc.activation silu %x {parc.tp_shards = "features"} : tensor<?x?x4xf32>
+    return %y : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+parc.model @tp_shards_count class "M" {
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    // expected-error@+1 {{'parc.activation' op 'parc.tp_shards' has 2 value shards for 1 results}}
+    %y = parc.activation silu %x {parc.tp_shards = #parc.tp_shards<values = [features, full]>} : tensor<?x?x4xf32>
+    return %y : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+parc.model @tp_shards_gather class "M" {
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    // expected-error@+1 {{'parc.activation' op 'parc.tp_shards' gathers operand 1 of 1}}
+    %y = parc.activation silu %x {parc.tp_shards = #parc.tp_shards<values = [full], gather = [1]>} : tensor<?x?x4xf32>
+    return %y : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+parc.model @tp_shards_comm_twice class "M" {
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    // expected-error@+1 {{#parc.tp_shards lists copy_input twice}}
+    %y = parc.activation silu %x {parc.tp_shards = #parc.tp_shards<values = [features], comms = [copy_input, copy_input]>} : tensor<?x?x4xf32>
+    return %y : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+parc.model @tp_shards_gather_twice class "M" {
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    // expected-error@+1 {{#parc.tp_shards gathers operand 0 twice}}
+    %y = parc.activation silu %x {parc.tp_shards = #parc.tp_shards<values = [full], gather = [0, 0]>} : tensor<?x?x4xf32>
+    return %y : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+parc.model @tp_shards_keyword class "M" {
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    // expected-error@+2 {{expected one of [full, features, vocab, sequence] for what a TP rank holds of a value, got: columns}}
+    // expected-error@+1 {{failed to parse Parc_TpShardsAttr parameter 'values'}}
+    %y = parc.activation silu %x {parc.tp_shards = #parc.tp_shards<values = [columns]>} : tensor<?x?x4xf32>
+    return %y : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+parc.model @tp_shards_args class "M" {
+  // expected-error@+1 {{'func.func' op 'parc.tp_shards' has 1 value shards for 2 arguments}}
+  func.func @forward(%x: tensor<?x?x4xf32>, %y: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {parc.tp_shards = #parc.tp_shards<values = [full]>} {
+    return %x : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
 parc.model @remat_string class "M" {
   // expected-error@+1 {{'parc.module' op 'parc.remat' must be a #parc.remat<...> decision, got "full"}}
   parc.module @layer "Block" leaf attributes {parc.remat = "full"} {

@@ -183,6 +183,25 @@ parc.model @decided class "M" attributes {parc.pp = #parc.pp<microbatches = 1, b
 }
 
 // -----
+// TP sharding records: a forward's argument shards, each op's result shards,
+// the collectives its kernel runs and the vocab-split operands it gathers.
+
+// CHECK-LABEL: parc.model @tp_records class "M"
+parc.model @tp_records class "M" attributes {parc.tp_size = 2 : i64} {
+  parc.module @head "Linear" leaf {
+    parc.param @weight : tensor<8x4xf32> {parc.tp = #parc.tp<vocab>}
+  }
+  // CHECK: func.func @forward(%{{.*}}: tensor<?x?x4xf32>, %{{.*}}: tensor<?x?xi64>) -> tensor<f32> attributes {parc.tp_shards = #parc.tp_shards<values = [sequence, full]>}
+  func.func @forward(%x: tensor<?x?x4xf32>, %labels: tensor<?x?xi64>) -> tensor<f32> attributes {parc.tp_shards = #parc.tp_shards<values = [sequence, full]>} {
+    // CHECK-NEXT: parc.linear %{{.*}}, @head::@weight {parc.tp_shards = #parc.tp_shards<values = [vocab], comms = [gather_sequence]>}
+    %l = parc.linear %x, @head::@weight {parc.tp_shards = #parc.tp_shards<values = [vocab], comms = [gather_sequence]>} : tensor<?x?x4xf32> -> tensor<?x?x8xf32>
+    // CHECK-NEXT: parc.cross_entropy %{{.*}}, %{{.*}} {parc.tp_shards = #parc.tp_shards<values = [full], gather = [0]>}
+    %loss = parc.cross_entropy %l, %labels {parc.tp_shards = #parc.tp_shards<values = [full], gather = [0]>} : tensor<?x?x8xf32>, tensor<?x?xi64> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
 // A lowered schedule: a program per rank kind, its steps on shard collectives.
 
 // CHECK-LABEL: parc.model @scheduled class "M"
