@@ -15,8 +15,14 @@
 // of {kind, axis, position, bytes_per_token} with the size of the whole
 // (unsharded) tensor per token in the activation dtype of the IR.
 //
+// Once the roles are written, each op's TpShardingOpInterface says what a TP
+// rank holds of its results and which collectives its kernel runs;
+// recordTpShards (TpShards.cpp) writes the answers as `parc.tp_shards`,
+// which the activation trace, plan.bin and parc-run read.
+//
 //===----------------------------------------------------------------------===//
 
+#include "TpShards.h"
 #include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
@@ -498,7 +504,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     model.walk([](Operation *op) {
       for (StringRef name :
            {kPlanAttr.data(), kPaddedAttr.data(), kCollectivesAttr.data(),
-            kSizeAttr.data(), kSequenceAttr.data(), kLossAttr.data()})
+            kSizeAttr.data(), kSequenceAttr.data(), kLossAttr.data(),
+            kTpShardsAttrName.data()})
         op->removeAttr(name);
     });
   }
@@ -639,6 +646,9 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       if (padded != paddedOf.end())
         param->setAttr(kPaddedAttr, b.getI64IntegerAttr(padded->second));
     });
+    // With the roles written, every op decides its split once.
+    if (failed(recordTpShards(model, sequenceParallel, lossParallel)))
+      return failure();
     llvm::MapVector<StringRef, std::pair<int64_t, int64_t>> totals;
     model.walk([&](Operation *op) {
       auto it = collectives.find(op);

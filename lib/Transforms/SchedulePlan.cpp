@@ -202,6 +202,16 @@ struct PlanReader {
       return error() << "parc.tp_size = " << tp.size << " but shard.grid @"
                      << kTpGridName << " has " << tpGrid
                      << " ranks: run --apply-tp again";
+    // The activation trace and parc-run read each op's split from
+    // apply-tp's record; a TP plan without it would be counted replicated.
+    if (tp.size > 1)
+      if (auto forward = dyn_cast_or_null<func::FuncOp>(
+              SymbolTable::lookupSymbolIn(model, "forward"));
+          forward && !getTpShards(forward))
+        return error() << "parc.tp_size = " << tp.size
+                       << " but the forward has no "
+                       << kTpShardsAttrName << " record: run --apply-tp "
+                          "again";
     // The dialect verified parc.pp and its schedule (ParcDialect.cpp).
     bool hasPlan = model->hasAttr(kPpPlanAttrName);
     PpPlan pp = getPpPlan(model);

@@ -295,3 +295,43 @@ parc.model @tied class "M" attributes {parc.stacks = [{layers = 1 : i64, name = 
 parc.model @nolayers class "M" {
   parc.param @w : tensor<16x16xf32>
 }
+
+// -----
+
+// A column-parallel linear's output passed to another module.
+parc.model @split_call class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+  parc.module @model "Model" composite {
+    parc.module @layers "ModuleList" list {
+      parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+        parc.module @up "Linear" leaf {
+          parc.param @weight : tensor<32x16xf32>
+        }
+        parc.module @down "Linear" leaf {
+          parc.param @weight : tensor<16x32xf32>
+        }
+        parc.module @mlp "MLP" composite {
+          func.func @forward(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+            %g = parc.activation silu %x : tensor<?x?x32xf32>
+            return %g : tensor<?x?x32xf32>
+          }
+        }
+        func.func @forward(%x: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+          %u = parc.linear %x, @up::@weight : tensor<?x?x16xf32> -> tensor<?x?x32xf32>
+          // expected-error@+1 {{apply-tp: passes values split over TP ranks to '@mlp'; TP-split values stay inside one module}}
+          %g = parc.call @mlp(%u) : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+          %d = parc.linear %g, @down::@weight : tensor<?x?x32xf32> -> tensor<?x?x16xf32>
+          %y = parc.add %x, %d : tensor<?x?x16xf32>
+          return %y : tensor<?x?x16xf32>
+        }
+      }
+    }
+    func.func @forward(%h0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+      %h1 = parc.call @layers::@"0"(%h0) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+      return %h1 : tensor<?x?x16xf32>
+    }
+  }
+  func.func @forward(%h0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+    %h = parc.call @model(%h0) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+    return %h : tensor<?x?x16xf32>
+  }
+}

@@ -2,6 +2,8 @@
 // RUN: parc-opt %s "--apply-tp=size=2 sequence-parallel=true loss-parallel=true" 2>&1 | FileCheck %s --check-prefix=SP
 // RUN: parc-opt %s --apply-tp=size=2 --apply-tp=size=2 2>/dev/null | FileCheck %s --check-prefix=TWICE
 // RUN: parc-opt %s --apply-tp=size=1 2>&1 | FileCheck %s --check-prefix=ONE
+// RUN: parc-opt %s --apply-tp=size=2 2>/dev/null | FileCheck %s --check-prefix=SHARDS
+// RUN: parc-opt %s "--apply-tp=size=2 sequence-parallel=true loss-parallel=true" 2>/dev/null | FileCheck %s --check-prefix=SP-SHARDS
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-tp=size=2 2>&1 >/dev/null | FileCheck %s --check-prefix=NO-OUT
 
 // A two-layer model whose projections are found through parc.call: layer 0
@@ -29,14 +31,14 @@
 // CHECK-NEXT: parc.param @bias : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @qn "RMSNorm"
 // CHECK-NEXT: parc.param @weight : tensor<4xf32> {parc.tp = #parc.tp<replicated>}
-// CHECK: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}]}
+// CHECK: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
 // CHECK: @gate "Linear"
 // CHECK-NEXT: parc.param @weight : tensor<32x16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @up "Linear"
 // CHECK-NEXT: parc.param @weight : tensor<32x16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @down "Linear"
 // CHECK-NEXT: parc.param @weight : tensor<16x32xf32> {parc.tp = #parc.tp<rowwise>}
-// CHECK: parc.linear %{{.*}}, @down::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}]}
+// CHECK: parc.linear %{{.*}}, @down::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
 // CHECK: @norm1 "RMSNorm"
 // CHECK-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @"1"
@@ -50,12 +52,12 @@
 // CHECK-NEXT: parc.param @weight : tensor<16x16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @final_norm "RMSNorm"
 // CHECK-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
-// CHECK: parc.embedding %{{.*}}, @embed::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}]}
+// CHECK: parc.embedding %{{.*}}, @embed::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
 // CHECK: @lm_head "Linear"
 // CHECK-NEXT: parc.param @weight : tensor<101x16xf32> {parc.tp = #parc.tp<vocab>, parc.tp_padded_dim0 = 102 : i64}
-// CHECK: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 408 : i64, kind = "all_gather", position = "after"}]}
+// CHECK: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 408 : i64, kind = "all_gather", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
 // CHECK-NEXT: parc.softcap
-// CHECK-NEXT: parc.cross_entropy %{{[0-9]+}}, %{{[a-z0-9]+}} :
+// CHECK-NEXT: parc.cross_entropy %{{[0-9]+}}, %{{[a-z0-9]+}} {parc.tp_shards = #parc.tp_shards<values = [full], gather = [0]>} :
 
 // Sequence parallel: residual-stream norms are sequence-sharded, q/k norms
 // stay replicated; all-gathers before each group of column-parallel linears
@@ -66,21 +68,55 @@
 // SP: parc.tp_loss_parallel = true, parc.tp_sequence_parallel = true, parc.tp_size = 2 : i64
 // SP: @qn "RMSNorm"
 // SP-NEXT: parc.param @weight : tensor<4xf32> {parc.tp = #parc.tp<replicated>}
-// SP: parc.linear %arg0, @q::@weight bias @q::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before", shared_by = 3 : i64}]}
-// SP-NEXT: parc.linear %arg0, @k::@weight :
-// SP-NEXT: parc.linear %arg0, @v::@weight :
-// SP: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "reduce_scatter", position = "after"}]}
-// SP: parc.linear %arg0, @gate::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before", shared_by = 2 : i64}]}
+// SP: parc.linear %arg0, @q::@weight bias @q::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before", shared_by = 3 : i64}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// SP-NEXT: parc.linear %arg0, @k::@weight {parc.tp_shards =
+// SP-NEXT: parc.linear %arg0, @v::@weight {parc.tp_shards =
+// SP: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "reduce_scatter", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// SP: parc.linear %arg0, @gate::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before", shared_by = 2 : i64}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
 // SP: @norm1 "RMSNorm"
 // SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
 // SP: @norm2 "RMSNorm"
 // SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
-// SP: parc.linear %{{[0-9]+}}, @fc1::@weight bias @fc1::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before"}]}
+// SP: parc.linear %{{[0-9]+}}, @fc1::@weight bias @fc1::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
 // SP: @final_norm "RMSNorm"
 // SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
-// SP: parc.embedding %{{.*}} {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "reduce_scatter", position = "after"}]}
-// SP: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before"}]}
-// SP: parc.cross_entropy %{{.*}} {parc.tp_collectives = [{axis = "tp", bytes_per_token = 12 : i64, kind = "all_reduce", position = "within"}]}
+// SP: parc.embedding %{{.*}} {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "reduce_scatter", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// SP: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// SP: parc.cross_entropy %{{.*}} {parc.tp_collectives = [{axis = "tp", bytes_per_token = 12 : i64, kind = "all_reduce", position = "within"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+
+// parc.tp_shards records how each op's results are split over the TP ranks
+// and the collectives its kernel runs: column-parallel linears copy their
+// input (its gradient is reduced), q/k norms on head-split features reduce
+// their weight gradient, row-parallel linears and the vocab-parallel
+// embedding reduce their output, and the loss gathers vocab-split logits.
+// SHARDS: parc.linear %arg0, @q::@weight bias @q::@bias {{.*}}parc.tp_shards = #parc.tp_shards<values = [features], comms = [copy_input]>}
+// SHARDS: parc.rms_norm %0, @qn::@weight {{.*}}parc.tp_shards = #parc.tp_shards<values = [features], comms = [weight_grad]>}
+// SHARDS: parc.attention {{.*}}parc.tp_shards = #parc.tp_shards<values = [features]>
+// SHARDS: parc.linear %6, @o::@weight bias @o::@bias {{.*}}parc.tp_shards = #parc.tp_shards<values = [full], comms = [reduce]>}
+// SHARDS: parc.mul {{.*}}parc.tp_shards = #parc.tp_shards<values = [features]>
+// SHARDS: parc.add %arg0, %1 {parc.tp_shards = #parc.tp_shards<values = [full]>}
+// SHARDS: parc.linear %7, @side::@weight {parc.tp_shards = #parc.tp_shards<values = [full]>}
+// SHARDS: parc.embedding {{.*}}parc.tp_shards = #parc.tp_shards<values = [full], comms = [reduce]>}
+// SHARDS: func.func @forward(%arg0: tensor<?x?xi64>, %arg1: tensor<?x?xi64>) -> tensor<f32> attributes {parc.tp_shards = #parc.tp_shards<values = [full, full]>}
+// SHARDS: parc.linear %0, @lm_head::@weight {{.*}}parc.tp_shards = #parc.tp_shards<values = [vocab], comms = [copy_input]>}
+// SHARDS-NEXT: parc.softcap {{.*}}parc.tp_shards = #parc.tp_shards<values = [vocab]>}
+
+// Under sequence parallelism a layer's arguments are sequence-split; the
+// linears that read them gather the sequence, the row-parallel ones scatter
+// it (a bias is added after the scatter, so its gradient is reduced), norms
+// and the replicated side linear on sequence shards reduce their weight
+// gradients, and the loss runs on vocab shards.
+// SP-SHARDS: func.func @forward(%arg0: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> attributes {parc.tp_shards = #parc.tp_shards<values = [sequence]>}
+// SP-SHARDS: parc.linear %arg0, @q::@weight bias @q::@bias {{.*}}parc.tp_shards = #parc.tp_shards<values = [features], comms = [gather_sequence]>}
+// SP-SHARDS: parc.linear %6, @o::@weight bias @o::@bias {{.*}}parc.tp_shards = #parc.tp_shards<values = [sequence], comms = [scatter_sequence, bias_grad]>}
+// SP-SHARDS: parc.linear %3, @down::@weight {{.*}}parc.tp_shards = #parc.tp_shards<values = [sequence], comms = [scatter_sequence]>}
+// SP-SHARDS: parc.rms_norm %arg0, @norm1::@weight {{.*}}parc.tp_shards = #parc.tp_shards<values = [sequence], comms = [weight_grad]>}
+// SP-SHARDS: parc.call @attn(%0) {parc.tp_shards = #parc.tp_shards<values = [sequence]>}
+// SP-SHARDS: parc.linear %7, @side::@weight {parc.tp_shards = #parc.tp_shards<values = [sequence], comms = [weight_grad]>}
+// SP-SHARDS: func.func @forward(%arg0: tensor<?x?xi64>) -> tensor<?x?x16xf32> attributes {parc.tp_shards = #parc.tp_shards<values = [full]>}
+// SP-SHARDS-NEXT: parc.embedding {{.*}}parc.tp_shards = #parc.tp_shards<values = [sequence], comms = [scatter_sequence]>}
+// SP-SHARDS: parc.linear %0, @lm_head::@weight {{.*}}parc.tp_shards = #parc.tp_shards<values = [vocab], comms = [gather_sequence]>}
+// SP-SHARDS: parc.cross_entropy {{.*}}parc.tp_shards = #parc.tp_shards<values = [full], comms = [vocab_loss]>}
 
 // Running twice gives one grid.
 // TWICE: shard.grid @tp(shape = 2)

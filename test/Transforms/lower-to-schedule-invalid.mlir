@@ -180,3 +180,43 @@ parc.model @no_tp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, n
     parc.shard_param @layers::@"1"::@w to %s {padded_dim0 = 4 : i64} : !shard.sharding
   }
 }
+
+// -----
+
+// A TP plan whose ops carry no apply-tp record of their splits.
+// expected-error@+1 {{lower-to-schedule: parc.tp_size = 2 but the forward has no parc.tp_shards record: run --apply-tp again}}
+parc.model @no_tp_shards class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.tp_size = 2 : i64} {
+  shard.grid @fsdp(shape = 1)
+  shard.grid @tp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+      func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+        %q = parc.linear %x, @w : tensor<?x?x4xf32> -> tensor<?x?x4xf32>
+        %a = parc.attention %q, %q, %q {causal, head_dim = 4 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+        return %a : tensor<?x?x4xf32>
+      }
+    }
+    parc.module @"1" "Block" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+      func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+        %q = parc.linear %x, @w : tensor<?x?x4xf32> -> tensor<?x?x4xf32>
+        %a = parc.attention %q, %q, %q {causal, head_dim = 4 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, scale = 0.5 : f64} : (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+        return %a : tensor<?x?x4xf32>
+      }
+    }
+  }
+  func.func @forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    %h0 = parc.call @layers::@"0"(%x) : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+    %h1 = parc.call @layers::@"1"(%h0) : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+    return %h1 : tensor<?x?x4xf32>
+  }
+  parc.fsdp_unit @u0 path "layers.0" attributes {compute_dtype = bf16, master_dtype = f32, optim_dtype = f32, prefetch = 1 : i64, reduce_dtype = f32, reshard_after_forward = true} {
+    %s = shard.sharding @fsdp split_axes = [[0]] : !shard.sharding
+    parc.shard_param @layers::@"0"::@w to %s {padded_dim0 = 4 : i64} : !shard.sharding
+  }
+  parc.fsdp_unit @u1 path "layers.1" attributes {compute_dtype = bf16, master_dtype = f32, optim_dtype = f32, prefetch = 1 : i64, reduce_dtype = f32, reshard_after_forward = true} {
+    %s = shard.sharding @fsdp split_axes = [[0]] : !shard.sharding
+    parc.shard_param @layers::@"1"::@w to %s {padded_dim0 = 4 : i64} : !shard.sharding
+  }
+}

@@ -3,7 +3,7 @@
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir --apply-remat=mode=full "--apply-pp=stages=2 schedule=1f1b microbatches=2" --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=PP
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-pp=stages=2 schedule=interleaved-1f1b chunks=2 microbatches=2" --apply-fsdp=shards=1 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-tp=size=2 --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=TP
-// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-tp=size=2 sequence-parallel=true" --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=SP
+// RUN: parc-opt %S/Inputs/tiny-2-layers-attn-out.mlir "--apply-tp=size=2 sequence-parallel=true" --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=SP
 // Re-running replaces the programs.
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" --lower-to-schedule 2>/dev/null | FileCheck %s --check-prefix=AGAIN
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--lower-to-schedule=seq=8 max-norm=0.5" 2>/dev/null | FileCheck %s --check-prefix=CLIP

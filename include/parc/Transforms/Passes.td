@@ -214,6 +214,18 @@ def ApplyTp : Pass<"apply-tp", "::mlir::parc::ModelOp"> {
     vocab-parallel cross-entropy that all-reduces three fp32 scalars per
     token.
 
+    Then every op of the forwards records, from its
+    `TpShardingOpInterface`, `parc.tp_shards = #parc.tp_shards<values =
+    [...], comms = [...], gather = [...]>`: what a TP rank holds of each
+    result (`full`, `features`, `vocab`, `sequence`), the collectives its
+    kernel runs (`copy_input`, `reduce`, `gather_sequence`,
+    `scatter_sequence`, `weight_grad`, `bias_grad`, `vocab_loss`) and the
+    vocab-split operands it all-gathers; each forward records its arguments'
+    splits. A module's forward is split one way for all its calls. What no
+    rule allows (a split value passed to or returned from a module, attention
+    on a sequence shard, sequence-parallel values mixed with replicated
+    ones) is an error on the op.
+
     Before anything is written, attention heads, KV heads (per layer, so a
     separate count on full-attention layers is checked), the intermediate
     size and the head groups of rope and q/k norms must divide by `size`;
