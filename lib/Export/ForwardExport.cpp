@@ -12,6 +12,7 @@
 #include "PlanFields.h"
 
 #include "Parc/IR/ParcDialect.h"
+#include "Parc/IR/ParcOps.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -29,6 +30,69 @@ std::string printed(Type type) {
   llvm::raw_string_ostream os(text);
   type.print(os);
   return text;
+}
+
+// plan.bin's TP enums mirror the dialect's case for case.
+static_assert(int(TpShard::Sequence) == int(schema::TpShard::Sequence) &&
+              int(schema::TpShard::MAX) == int(TpShard::Sequence));
+static_assert(int(TpComm::BiasGrad) == int(schema::TpComm::BiasGrad) &&
+              int(schema::TpComm::MAX) == int(TpComm::BiasGrad));
+
+fb::Offset<schema::TpShards> writeTpShards(fb::FlatBufferBuilder &fbb,
+                                           TpShardsAttr attr) {
+  if (!attr)
+    return 0;
+  std::vector<schema::TpShard> values;
+  std::vector<schema::TpComm> comms;
+  for (TpShard shard : attr.getValues())
+    values.push_back(schema::TpShard(int(shard)));
+  for (TpComm comm : attr.getComms())
+    comms.push_back(schema::TpComm(int(comm)));
+  std::vector<int32_t> gather(attr.getGather().begin(),
+                              attr.getGather().end());
+  return schema::CreateTpShards(fbb, fbb.CreateVector(values),
+                                fbb.CreateVector(comms),
+                                fbb.CreateVector(gather));
+}
+
+/// Appends `list`'s enum values to `out`, refusing one past the schema's
+/// last (a plan written by a newer schema).
+template <typename To, typename From>
+LogicalResult readEnums(const fb::Vector<From> *list, From max,
+                        SmallVectorImpl<To> &out, Location loc,
+                        StringRef where, StringRef what) {
+  if (list)
+    for (From value : *list) {
+      if (int(value) < 0 || int(value) > int(max))
+        return emitError(loc) << "plan.bin: " << where << " has " << what
+                              << " " << int(value) << " (expected 0 to "
+                              << int(max) << ")";
+      out.push_back(To(int(value)));
+    }
+  return success();
+}
+
+/// The #parc.tp_shards of `entry`, refusing a case plan.bin's enums do not
+/// have; null when there is none.
+FailureOr<TpShardsAttr> readTpShards(MLIRContext *ctx,
+                                     const schema::TpShards *entry,
+                                     Location loc, StringRef where) {
+  if (!entry)
+    return TpShardsAttr();
+  SmallVector<TpShard> values;
+  SmallVector<TpComm> comms;
+  SmallVector<int32_t> gather;
+  if (failed(readEnums(entry->values(), schema::TpShard::MAX, values, loc,
+                       where, "TP shard")) ||
+      failed(readEnums(entry->comms(), schema::TpComm::MAX, comms, loc, where,
+                       "TP collective")))
+    return failure();
+  if (entry->gather())
+    gather.assign(entry->gather()->begin(), entry->gather()->end());
+  auto emit = [&] { return emitError(loc) << "plan.bin: " << where << ": "; };
+  if (failed(TpShardsAttr::verify(emit, values, comms, gather)))
+    return failure();
+  return TpShardsAttr::get(ctx, values, comms, gather);
 }
 
 std::string printed(Attribute attr) {
@@ -81,6 +145,8 @@ public:
       }
       std::vector<fb::Offset<schema::OpAttr>> attrs;
       for (NamedAttribute named : op.getAttrDictionary()) {
+        if (named.getName() == kTpShardsAttrName)
+          continue; // its own field
         FailureOr<fb::Offset<schema::OpAttr>> attr =
             writeAttr(owner, &op, named.getName(), named.getValue());
         if (failed(attr))
@@ -89,14 +155,15 @@ public:
       }
       ops.push_back(schema::CreateForwardOpDirect(
           fbb, op.getName().getStringRef().str().c_str(), &operands, &defined,
-          &types, &attrs));
+          &types, &attrs, writeTpShards(fbb, getTpShards(&op))));
     }
     std::vector<fb::Offset<schema::ValueType>> resultTypes;
     for (Type type : func.getFunctionType().getResults())
       resultTypes.push_back(valueType(type));
     std::string path = isa<ModelOp>(owner) ? "" : getDottedPath(owner);
     return schema::CreateForwardDirect(fbb, path.c_str(), &argTypes, &ops,
-                                       &results, &resultTypes);
+                                       &results, &resultTypes,
+                                       writeTpShards(fbb, getTpShards(func)));
   }
 
 private:
@@ -203,6 +270,13 @@ public:
     b.setInsertionPointToEnd(body);
     auto func = func::FuncOp::create(b, loc, "forward",
                                      b.getFunctionType(args, results));
+    FailureOr<TpShardsAttr> argShards = readTpShards(
+        b.getContext(), entry.arg_tp(), loc,
+        "the forward of '" + path.str() + "'");
+    if (failed(argShards))
+      return failure();
+    if (*argShards)
+      func->setAttr(kTpShardsAttrName, *argShards);
     Block *block = func.addEntryBlock();
     SmallVector<Value> values(block->getArguments());
     b.setInsertionPointToEnd(block);
@@ -233,6 +307,14 @@ public:
               return failure();
             state.addAttribute(str(attr->name()), value);
           }
+        FailureOr<TpShardsAttr> shards =
+            readTpShards(b.getContext(), opEntry->tp(), loc,
+                         "'" + str(opEntry->name()).str() + "' in the forward of '" +
+                             path.str() + "'");
+        if (failed(shards))
+          return failure();
+        if (*shards)
+          state.addAttribute(kTpShardsAttrName, *shards);
         Operation *op = b.create(state);
         llvm::append_range(values, op->getResults());
       }

@@ -441,13 +441,34 @@ bool Executor::compileForward(const plan::Forward &entry, std::string &error) {
       }
       if (op.kind == OpKind::Embedding)
         vocab = std::max(vocab, paramSlots[op.weight].fullShape[0]);
+      op.gatherOperand.assign(op.operands.size(), false);
+      if (const plan::TpShards *tp = entry->tp()) {
+        op.hasTp = true;
+        if (tp->values())
+          op.tpValues.assign(tp->values()->begin(), tp->values()->end());
+        if (tp->comms())
+          op.tpComms.assign(tp->comms()->begin(), tp->comms()->end());
+        if (tp->gather())
+          for (int i : *tp->gather()) {
+            if (i < 0 || i >= int(op.operands.size())) {
+              error = where + ": op '" + op.name + "' gathers operand " +
+                      std::to_string(i) + " of " +
+                      std::to_string(op.operands.size());
+              return false;
+            }
+            op.gatherOperand[i] = true;
+          }
+      }
       compiled->ops.push_back(std::move(op));
     }
   compiled->numValues = numValues;
   if (fwd->results())
     compiled->results.assign(fwd->results()->begin(), fwd->results()->end());
-  for (CompiledOp &op : compiled->ops)
-    op.gatherOperand.assign(op.operands.size(), false);
+  if (const plan::TpShards *tp = fwd->arg_tp()) {
+    compiled->hasArgTp = true;
+    if (tp->values())
+      compiled->argTp.assign(tp->values()->begin(), tp->values()->end());
+  }
   forwards[compiled->module] = std::move(compiled);
   return true;
 }
@@ -480,11 +501,8 @@ bool Executor::compile(std::string &error) {
             "models";
     return false;
   }
-  if (layout.tp > 1) {
-    std::vector<int> rootResults;
-    if (!compileTp(*forwards.at(""), {0, 0}, rootResults, error))
-      return false;
-  }
+  if (layout.tp > 1 && !compileTp(error))
+    return false;
   for (auto &[path, fwd] : forwards)
     groupRecomputes(*fwd);
   return compilePipeline(error) && buildInterpreter(error);

@@ -64,7 +64,13 @@ struct CompiledOp {
   /// heads; a cross-entropy on vocab-sharded logits is vocab-parallel under
   /// loss_parallel; vocab-sharded operands of any other op are all-gathered.
   TpSplit weightSplit = TpSplit::Replicated;
+  /// plan.bin's record of the op's split (plan::TpShards): what a rank
+  /// holds of each result and the collectives, read into the flags below.
+  bool hasTp = false;
+  std::vector<plan::TpShard> tpValues;
+  std::vector<plan::TpComm> tpComms;
   bool tpCopyInput = false;
+  bool tpBiasGrad = false;
   bool tpReduceOutput = false;
   bool tpWeightGrad = false;
   bool vocabParallelLoss = false;
@@ -90,6 +96,9 @@ struct RecomputeGroup {
 struct CompiledForward {
   std::string module;
   int numArgs = 0;
+  /// What a rank holds of each argument under TP (plan.bin's arg_tp).
+  bool hasArgTp = false;
+  std::vector<plan::TpShard> argTp;
   int numValues = 0;
   std::vector<CompiledOp> ops;
   std::vector<int> results;

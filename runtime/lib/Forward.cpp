@@ -553,11 +553,16 @@ at::Tensor attention(const CompiledOp &op, const at::Tensor &q,
 
 at::Tensor Executor::apply(const CompiledOp &op,
                            const std::vector<at::Tensor> &in,
-                           const at::Tensor &weightArg, const at::Tensor &bias) {
-  // A replicated weight on TP-local features: its gradient is all-reduced.
+                           const at::Tensor &weightArg,
+                           const at::Tensor &biasArg) {
+  // A replicated weight (bias) on TP-local features or sequence shards: its
+  // gradient is all-reduced.
   at::Tensor weight = op.tpWeightGrad && weightArg.defined()
                           ? TpCopy::apply(weightArg, intPtr(this))
                           : weightArg;
+  at::Tensor bias = op.tpBiasGrad && biasArg.defined()
+                        ? TpCopy::apply(biasArg, intPtr(this))
+                        : biasArg;
   switch (op.kind) {
   case OpKind::Embedding: {
     // Vocab-parallel, the ranks' rows are added by the all-reduce (or the
@@ -585,13 +590,15 @@ at::Tensor Executor::apply(const CompiledOp &op,
         sequenceGather = {x, TpGatherSequence::apply(x, intPtr(this))};
       x = sequenceGather.second;
     }
-    if (op.seqScatterOutput)
-      return TpScatterSequence::apply(at::linear(x, weight), intPtr(this),
-                                      op.module);
-    if (op.tpReduceOutput) {
+    if (op.seqScatterOutput || op.tpReduceOutput) {
       // Row-parallel: partial sums over this rank's input features; the
-      // bias is added once, after the all-reduce.
-      at::Tensor out = TpReduce::apply(at::linear(x, weight), intPtr(this));
+      // bias is added once, after the all-reduce (or to each sequence shard
+      // after the reduce-scatter).
+      at::Tensor out =
+          op.seqScatterOutput
+              ? TpScatterSequence::apply(at::linear(x, weight), intPtr(this),
+                                         op.module)
+              : TpReduce::apply(at::linear(x, weight), intPtr(this));
       return bias.defined() ? out + bias : out;
     }
     return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);

@@ -1,8 +1,8 @@
 //===- Parallel.cpp - TP and PP of a compiled forward ---------------------===//
 //
-// Tensor parallelism: which value of each forward is split how (over
-// features, the vocabulary or the sequence), checked against the plan's
-// per-parameter TP roles, and where the collectives go. Pipeline
+// Tensor parallelism: plan.bin's record of how each op is split (over
+// features, the vocabulary or the sequence) and which collectives it runs,
+// read into the kernels' flags and checked against what they execute. Pipeline
 // parallelism: which layers run on which (virtual) stage and which values
 // cross each boundary. Both form their c10d subgroups here.
 //
@@ -18,186 +18,114 @@
 using namespace parc;
 using namespace parc::runtime;
 
-/// What TP makes of each value of a forward: replicated on every rank,
-/// split over features (between a column- and a row-parallel linear), over
-/// the vocabulary (logits of a vocab linear), or, under sequence parallel,
-/// over the sequence (the residual stream between the TP regions).
-enum class TpValue { Full = 0, Features, Vocab, Sequence };
+namespace {
 
-bool Executor::compileTp(CompiledForward &fwd, const std::vector<int> &args,
-                         std::vector<int> &returned, std::string &error) {
-  std::string where = "TP " + std::to_string(layout.tp) + ": forward of '" +
-                      fwd.module + "'";
-  // A module is analysed once, for the split of its arguments at its call.
-  auto seen = tpArgs.find(fwd.module);
-  if (seen != tpArgs.end()) {
-    if (seen->second != args) {
-      error = where + ": called with differently split arguments; parc-run "
-              "analyses each module for one call";
-      return false;
-    }
-    returned = tpResults[fwd.module];
-    return true;
+const char *commName(plan::TpComm comm) {
+  return plan::EnumNameTpComm(comm);
+}
+
+/// The collectives the kernel of `kind` runs (docs/runtime.md), and which
+/// weight split each needs: a plan.bin asking for another is refused.
+bool runsComm(OpKind kind, plan::TpComm comm, TpSplit weight) {
+  bool splitIn = weight == TpSplit::Colwise || weight == TpSplit::Vocab;
+  switch (comm) {
+  case plan::TpComm::CopyInput:
+  case plan::TpComm::GatherSequence:
+    return kind == OpKind::Linear && splitIn;
+  case plan::TpComm::Reduce:
+  case plan::TpComm::ScatterSequence:
+    return (kind == OpKind::Linear && weight == TpSplit::Rowwise) ||
+           (kind == OpKind::Embedding && weight == TpSplit::Vocab);
+  case plan::TpComm::WeightGrad:
+  case plan::TpComm::BiasGrad:
+    return (kind == OpKind::Linear || kind == OpKind::RmsNorm ||
+            kind == OpKind::LayerNorm) &&
+           weight == TpSplit::Replicated;
+  case plan::TpComm::VocabLoss:
+    return kind == OpKind::CrossEntropy;
   }
-  tpArgs[fwd.module] = args;
-  std::vector<TpValue> state(fwd.numValues, TpValue::Full);
-  for (size_t i = 0; i < args.size() && i < state.size(); ++i)
-    state[i] = TpValue(args[i]);
-  bool sp = layout.sequenceParallel;
-  for (CompiledOp &op : fwd.ops) {
-    if (op.weight >= 0)
-      op.weightSplit = paramSlots[op.weight].tp;
-    bool features = false, full = false, sequence = false;
-    for (size_t i = 0; i < op.operands.size(); ++i) {
-      TpValue v = state[op.operands[i]];
-      bool keepsVocab = (op.kind == OpKind::Softcap && i == 0) ||
-                        (op.kind == OpKind::CrossEntropy && i == 0 &&
-                         layout.lossParallel);
-      if (v == TpValue::Vocab && !keepsVocab) {
-        op.gatherOperand[i] = true;
-        v = TpValue::Full;
-      }
-      if (v == TpValue::Features)
-        features = true;
-      else if (v == TpValue::Sequence)
-        sequence = true;
-      else if (v == TpValue::Full && !(op.kind == OpKind::CrossEntropy && i))
-        full = true;
-    }
-    std::string what = "'" + op.name + "'" +
-                       (op.weight >= 0
-                            ? " on '" + paramSlots[op.weight].path + "'"
-                            : std::string());
-    auto refuse = [&](const std::string &why) {
-      error = where + ": " + what + " " + why;
+  return false;
+}
+
+} // namespace
+
+/// Reads plan.bin's TP record of every op (parc's #parc.tp_shards, decided
+/// once by apply-tp) into the kernels' flags, refusing a record parc-run
+/// cannot execute: a missing one, a collective the op's kernel does not run,
+/// or a call that passes its callee other shards than the callee's record
+/// says it receives.
+bool Executor::compileTp(std::string &error) {
+  using plan::TpComm;
+  using plan::TpShard;
+  for (auto &[path, fwd] : forwards) {
+    std::string where = "TP " + std::to_string(layout.tp) +
+                        ": forward of '" + path + "'";
+    if (!fwd->hasArgTp || int(fwd->argTp.size()) != fwd->numArgs) {
+      error = where + " has no TP shards for its arguments in plan.bin; "
+              "re-plan it with this build's parc-plan";
       return false;
-    };
-    if (sequence && (features || full) && op.kind != OpKind::Call)
-      return refuse("mixes sequence-parallel values with others");
-    TpValue result = TpValue::Full;
-    switch (op.kind) {
-    case OpKind::Linear:
-      if (op.weightSplit == TpSplit::Colwise ||
-          op.weightSplit == TpSplit::Vocab) {
-        if (features)
-          return refuse("is column-parallel on an input that is already "
-                        "split over TP ranks");
-        // Sequence parallel: all-gather the sequence shards first (its
-        // backward reduce-scatters); otherwise the replicated input's
-        // gradient is all-reduced.
-        op.seqGatherInput = sequence;
-        op.tpCopyInput = !sequence;
-        result = op.weightSplit == TpSplit::Vocab ? TpValue::Vocab
-                                                  : TpValue::Features;
-      } else if (op.weightSplit == TpSplit::Rowwise) {
-        if (!features)
-          return refuse("is row-parallel on an input that is not split over "
-                        "TP ranks");
-        op.tpReduceOutput = !sp;
-        op.seqScatterOutput = sp;
-        result = sp ? TpValue::Sequence : TpValue::Full;
-      } else if (features || sequence) {
-        return refuse("is replicated on an input split over TP ranks");
-      }
-      if (op.bias >= 0 && paramSlots[op.bias].tp != TpSplit::Replicated &&
-          op.weightSplit == TpSplit::Rowwise)
-        return refuse("has a split bias after a row-parallel linear");
-      if (op.bias >= 0 && op.weightSplit == TpSplit::Rowwise && sp)
-        return refuse("has a bias after a sequence-parallel reduce-scatter, "
-                      "which parc-run does not run");
-      break;
-    case OpKind::Embedding:
-      if (op.weightSplit == TpSplit::Colwise ||
-          op.weightSplit == TpSplit::Rowwise)
-        return refuse("is an embedding split " +
-                      std::string(op.weightSplit == TpSplit::Colwise
-                                      ? "colwise"
-                                      : "rowwise") +
-                      "; parc-run splits embeddings over the vocabulary");
-      if (sp && op.weightSplit != TpSplit::Vocab)
-        return refuse("is a replicated embedding under sequence parallel; "
-                      "parc-run starts the sequence shards at a vocab-parallel "
-                      "embedding");
-      op.tpReduceOutput = op.weightSplit == TpSplit::Vocab && !sp;
-      op.seqScatterOutput = op.weightSplit == TpSplit::Vocab && sp;
-      result = sp ? TpValue::Sequence : TpValue::Full;
-      break;
-    case OpKind::Matmul:
-      if (op.weightSplit != TpSplit::Replicated || features || sequence)
-        return refuse("is a TP-split matmul, which parc-run does not run");
-      break;
-    case OpKind::RmsNorm:
-    case OpKind::LayerNorm:
-      if (op.weightSplit != TpSplit::Replicated)
-        return refuse("is a norm with a TP-split weight");
-      if (features || sequence) {
-        // Per-head norms on local heads, or norms on sequence shards: each
-        // rank's weight gradient sums its own part only.
-        op.tpWeightGrad = true;
-        result = state[op.operands[0]];
-      }
-      break;
-    case OpKind::Rope:
-    case OpKind::Attention:
-      if (sequence)
-        return refuse("needs the whole sequence but gets a sequence shard");
-      if (op.kind == OpKind::Attention && features && full)
-        return refuse("mixes values split over TP ranks with replicated ones");
-      result = features ? TpValue::Features : TpValue::Full;
-      break;
-    case OpKind::Activation:
-    case OpKind::Softcap:
-      result = state[op.operands[0]];
-      if (op.gatherOperand[0])
-        result = TpValue::Full;
-      break;
-    case OpKind::Add:
-    case OpKind::Mul:
-      if (features && full)
-        return refuse("mixes values split over TP ranks with replicated ones");
-      result = features ? TpValue::Features
-                        : sequence ? TpValue::Sequence : TpValue::Full;
-      break;
-    case OpKind::CrossEntropy:
-      if (features || sequence)
-        return refuse("takes logits split over features or the sequence");
-      op.vocabParallelLoss = !op.gatherOperand[0] &&
-                             state[op.operands[0]] == TpValue::Vocab;
-      break;
-    case OpKind::Call: {
-      if (features)
-        return refuse("passes values split over TP ranks to '" + op.callee +
-                      "'; parc-run keeps TP-split values inside one module");
-      std::vector<int> in, out;
-      for (size_t i = 0; i < op.operands.size(); ++i)
-        in.push_back(op.gatherOperand[i] ? int(TpValue::Full)
-                                         : int(state[op.operands[i]]));
-      if (!compileTp(*forwards.at(op.callee), in, out, error))
+    }
+    std::vector<TpShard> shard(fwd->numValues, TpShard::Full);
+    for (int i = 0; i < fwd->numArgs; ++i)
+      shard[i] = fwd->argTp[i];
+    for (CompiledOp &op : fwd->ops) {
+      std::string what = "'" + op.name + "'" +
+                         (op.weight >= 0
+                              ? " on '" + paramSlots[op.weight].path + "'"
+                              : std::string());
+      if (!op.hasTp || op.tpValues.size() != op.results.size()) {
+        error = where + ": " + what + " has no TP shards for its " +
+                std::to_string(op.results.size()) +
+                " results in plan.bin; re-plan it with this build's "
+                "parc-plan";
         return false;
-      for (size_t i = 0; i < op.results.size() && i < out.size(); ++i)
-        state[op.results[i]] = TpValue(out[i]);
-      continue;
+      }
+      if (op.weight >= 0)
+        op.weightSplit = paramSlots[op.weight].tp;
+      for (TpComm comm : op.tpComms) {
+        if (!runsComm(op.kind, comm, op.weightSplit)) {
+          error = where + ": " + what + " asks for TP collective " +
+                  commName(comm) + ", which parc-run's kernel for it does "
+                  "not run on this weight";
+          return false;
+        }
+        op.tpCopyInput |= comm == TpComm::CopyInput;
+        op.seqGatherInput |= comm == TpComm::GatherSequence;
+        op.tpReduceOutput |= comm == TpComm::Reduce;
+        op.seqScatterOutput |= comm == TpComm::ScatterSequence;
+        op.tpWeightGrad |= comm == TpComm::WeightGrad;
+        op.tpBiasGrad |= comm == TpComm::BiasGrad;
+        op.vocabParallelLoss |= comm == TpComm::VocabLoss;
+      }
+      if ((op.tpCopyInput && op.seqGatherInput) ||
+          (op.tpReduceOutput && op.seqScatterOutput)) {
+        error = where + ": " + what + " asks for two collectives where its "
+                "kernel runs one";
+        return false;
+      }
+      if (op.kind == OpKind::Call) {
+        const CompiledForward &callee = *forwards.at(op.callee);
+        for (size_t i = 0; i < op.operands.size(); ++i) {
+          TpShard passed =
+              op.gatherOperand[i] ? TpShard::Full : shard[op.operands[i]];
+          if (i < callee.argTp.size() && callee.argTp[i] != passed) {
+            error = where + ": passes '" + op.callee + "' argument " +
+                    std::to_string(i) + " as " +
+                    plan::EnumNameTpShard(passed) + ", but its forward "
+                    "receives it as " + plan::EnumNameTpShard(callee.argTp[i]);
+            return false;
+          }
+        }
+      }
+      for (size_t i = 0; i < op.results.size(); ++i)
+        shard[op.results[i]] = op.tpValues[i];
     }
-    }
-    for (int id : op.results)
-      state[id] = result;
-  }
-  returned.clear();
-  for (int id : fwd.results) {
-    if (state[id] == TpValue::Features || state[id] == TpValue::Vocab) {
-      error = where + ": returns a value split over TP ranks (value " +
-              std::to_string(id) + "); parc-run keeps TP-split values inside "
-              "one module";
+    if (path.empty() && !fwd->results.empty() &&
+        shard[fwd->results[0]] != TpShard::Full) {
+      error = where + ": the loss is split over TP ranks";
       return false;
     }
-    returned.push_back(int(state[id]));
   }
-  if (fwd.module.empty() && !returned.empty() &&
-      returned[0] != int(TpValue::Full)) {
-    error = where + ": the loss is split over the sequence";
-    return false;
-  }
-  tpResults[fwd.module] = returned;
   return true;
 }
 

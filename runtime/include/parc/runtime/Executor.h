@@ -206,9 +206,7 @@ private:
   bool compileForward(const plan::Forward &entry, std::string &error);
   /// Works out, from the root down the calls, which values TP splits and
   /// where the TP collectives go (`args`, `results`: TpValue per value).
-  bool compileTp(CompiledForward &fwd, const std::vector<int> &args,
-                 std::vector<int> &results, std::string &error);
-  std::map<std::string, std::vector<int>> tpArgs, tpResults;
+  bool compileTp(std::string &error);
   bool compilePipeline(std::string &error);
   bool buildInterpreter(std::string &error);
   /// Forms the selective-remat checkpoints of a forward (RecomputeGroup).
