@@ -53,6 +53,9 @@ struct ForwardTrace {
   /// softcap/loss path keeps (root only).
   int64_t logitsElements = 0;
   int64_t softcaps = 0;
+  /// This rank's elements of the softcaps' outputs: vocab shards when the
+  /// loss gathers the logits after them.
+  int64_t softcapElements = 0;
 
   int64_t bytes(const llvm::DenseSet<int> &ids, int64_t elementBytes) const {
     int64_t total = 0;
@@ -78,20 +81,23 @@ public:
       result.input = args.front();
     // A layer's input is the residual stream, which sequence parallelism
     // splits over the sequence (Megatron's [s/tp, b, h]): what full remat
-    // saves per layer is 1/tp of it.
-    if (!args.empty() && !stopAtLayers && tp.size > 1 &&
-        tp.sequenceParallel)
-      result.elements[result.input] /= tp.size;
+    // saves per layer is 1/tp of it. apply-tp records the split on the
+    // forward.
+    if (TpShardsAttr shards = tp.size > 1 ? getTpShards(forward) : nullptr)
+      for (auto [id, shard] : llvm::zip(args, shards.getValues()))
+        if (shard != TpShard::Full)
+          result.elements[id] /= tp.size;
     walk(forward, args);
     return std::move(result);
   }
 
-  SmallVector<int> visitOp(Operation &op, ArrayRef<int> operands) {
+  SmallVector<int> visitOp(Operation &op, ArrayRef<int> operandIds) {
+    SmallVector<int> operands(operandIds);
     SmallVector<int> results;
     for (Value value : op.getResults())
       results.push_back(newTensor(value.getType()));
-    if (tp.size > 1)
-      shardResults(op, operands, results);
+    if (TpShardsAttr shards = tp.size > 1 ? getTpShards(&op) : nullptr)
+      shardValues(shards, operands, results);
     recordSaves(op, operands, results);
     return results;
   }
@@ -104,35 +110,27 @@ public:
   }
 
 private:
-  /// What one TP rank holds of each result: a column-parallel linear's
-  /// output and everything computed from it up to the row-parallel linear
-  /// is split over the heads / FFN columns; under sequence parallelism the
-  /// replicated residual stream is split over the sequence as well. The
-  /// logits are split only under loss parallelism.
-  void shardResults(Operation &op, ArrayRef<int> operands,
-                    ArrayRef<int> results) {
-    bool sharded = llvm::any_of(
-        operands, [&](int id) { return tpSharded.contains(id); });
-    bool logits = false;
-    if (isa<LinearOp>(op)) {
-      TpRole plan = weightRole(op);
-      if (plan == TpRole::Colwise)
-        sharded = true;
-      else if (plan == TpRole::Rowwise)
-        sharded = false;
-      else if (plan == TpRole::Vocab) {
-        sharded = tp.lossParallel;
-        logits = true;
-      }
-    } else if (isa<EmbeddingOp, CrossEntropyOp>(op)) {
-      sharded = false;
+  /// What one TP rank holds, as apply-tp recorded it: a split result is
+  /// 1/tp of the value; a vocab-split operand the op gathers is a new
+  /// whole-vocabulary tensor; a sequence shard a linear gathers is the
+  /// whole sequence, one gather for the linears sharing it (q/k/v,
+  /// gate/up), kept for backward as DTensor's and parc-run's sequence
+  /// parallel do.
+  void shardValues(TpShardsAttr shards, MutableArrayRef<int> operands,
+                   ArrayRef<int> results) {
+    for (int32_t i : shards.getGather())
+      operands[i] = newBuffer(result.elements[operands[i]] * tp.size,
+                              result.widths[operands[i]]);
+    if (shards.hasComm(TpComm::GatherSequence) && !operands.empty()) {
+      auto [it, inserted] = gatheredInputs.try_emplace(operands[0], -1);
+      if (inserted)
+        it->second = newBuffer(result.elements[operands[0]] * tp.size,
+                               result.widths[operands[0]]);
+      operands[0] = it->second;
     }
-    for (int id : results) {
-      if (sharded)
-        tpSharded.insert(id);
-      if (sharded || (tp.sequenceParallel && !logits))
+    for (auto [id, shard] : llvm::zip(results, shards.getValues()))
+      if (shard != TpShard::Full)
         result.elements[id] /= tp.size;
-    }
   }
 
   int newTensor(Type type) {
@@ -143,29 +141,6 @@ private:
         count *= ShapedType::isDynamic(extent) ? (dim == 0 ? batch : tokens)
                                                : extent;
     return newBuffer(tensor ? count : 0, /*width=*/0);
-  }
-
-  /// The TP role of the op's `weight` parameter (replicated without one).
-  TpRole weightRole(Operation &op) {
-    auto weight = op.getAttrOfType<SymbolRefAttr>("weight");
-    auto param = weight ? tables.lookupNearestSymbolFrom<ParamOp>(&op, weight)
-                        : ParamOp();
-    return param ? getTpRole(param).value_or(TpRole::Replicated)
-                 : TpRole::Replicated;
-  }
-
-  /// What an op with a weight saves of its input `id`: under sequence
-  /// parallelism a column-parallel linear all-gathers its sequence shard
-  /// first and keeps the whole sequence (one gather for the linears sharing
-  /// it, q/k/v or gate/up), as DTensor's and parc-run's sequence parallel do.
-  int sequenceGathered(Operation &op, int id) {
-    if (tp.size <= 1 || !tp.sequenceParallel || tpSharded.contains(id) ||
-        weightRole(op) != TpRole::Colwise)
-      return id;
-    auto [it, inserted] = gatheredInputs.try_emplace(id, -1);
-    if (inserted)
-      it->second = newBuffer(result.elements[id] * tp.size, result.widths[id]);
-    return it->second;
   }
 
   /// A tensor a kernel allocates and saves that is no value of the IR (an
@@ -218,8 +193,7 @@ private:
           saved(saved) {}
 
     void saveOperand(unsigned i) override {
-      saved.insert(i == 0 ? tracer.sequenceGathered(op, operands[0])
-                          : operands[i]);
+      saved.insert(operands[i]);
     }
     void saveResult(unsigned i) override { saved.insert(results[i]); }
     void saveBuffer(int64_t elements, int64_t bytesPerElement) override {
@@ -231,7 +205,10 @@ private:
     void noteLossLogits(int64_t elements) override {
       tracer.result.logitsElements = elements;
     }
-    void noteSoftcap() override { tracer.result.softcaps += 1; }
+    void noteSoftcap() override {
+      tracer.result.softcaps += 1;
+      tracer.result.softcapElements += getResultElements(0);
+    }
     int64_t getOperandElements(unsigned i) override {
       return tracer.result.elements[operands[i]];
     }
@@ -268,7 +245,6 @@ private:
   TpPlan tp;
   KernelProfile kernels;
   int64_t elementBytes;
-  llvm::DenseSet<int> tpSharded;
   /// Sequence-parallel inputs and the gathered tensor their linears save.
   llvm::DenseMap<int, int> gatheredInputs;
   ForwardTrace result;
@@ -336,7 +312,7 @@ LossBytes mlir::parc::getLossBytes(ModelOp model, int64_t batch, int64_t seq, Tp
   // held where the loss is, on the last stage.
   int64_t logits = loss.logits = rootTrace.logitsElements;
   loss.rootSaved = activationsOf(rootTrace, RematKind::None, computeBytes).saved -
-                   rootTrace.softcaps * logits * computeBytes;
+                   rootTrace.softcapElements * computeBytes;
   // Logits, softcap output and the fp32 log-softmax the loss keeps.
   loss.kept = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);
   // The fp32 logit gradients its backward holds beside what it keeps.
