@@ -75,6 +75,38 @@ inline bool int64VectorsAligned(const uint8_t *base, const Plan &plan) {
                   });
          });
 }
+/// Whether a TP record holds only cases of this schema's enums and gathers
+/// only operands its op has (`operands` < 0: a forward's record, which
+/// gathers none).
+inline bool tpRecordValid(const TpShards *tp, int64_t operands) {
+  if (!tp)
+    return true;
+  if (tp->values())
+    for (TpShard value : *tp->values())
+      if (value < TpShard::MIN || value > TpShard::MAX)
+        return false;
+  if (tp->comms())
+    for (TpComm comm : *tp->comms())
+      if (comm < TpComm::MIN || comm > TpComm::MAX)
+        return false;
+  if (tp->gather())
+    for (int32_t operand : *tp->gather())
+      if (operand < 0 || operand >= operands)
+        return false;
+  return true;
+}
+
+/// Every forward's and op's TP record is in range (tpRecordValid).
+inline bool tpRecordsValid(const Plan &plan) {
+  return all(plan.forwards(), [](const Forward *f) {
+    return tpRecordValid(f->arg_tp(), -1) &&
+           all(f->ops(), [](const ForwardOp *op) {
+             return tpRecordValid(op->tp(), op->operands()
+                                                ? op->operands()->size()
+                                                : 0);
+           });
+  });
+}
 } // namespace detail
 
 /// Verifies `size` bytes as a plan.bin of this format version; on failure
@@ -95,6 +127,12 @@ inline const Plan *verifyPlan(const void *data, size_t size,
   if (!detail::int64VectorsAligned(static_cast<const uint8_t *>(data),
                                    *plan)) {
     error = "plan.bin is corrupted (an int64 vector is not 8-byte aligned)";
+    return nullptr;
+  }
+  if (!detail::tpRecordsValid(*plan)) {
+    error = "plan.bin is corrupted (a TP record names a shard or collective "
+            "this build does not know, or gathers an operand its op does not "
+            "have)";
     return nullptr;
   }
   if (plan->format_version() != kFormatVersion) {

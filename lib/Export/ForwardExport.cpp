@@ -55,25 +55,8 @@ fb::Offset<schema::TpShards> writeTpShards(fb::FlatBufferBuilder &fbb,
                                 fbb.CreateVector(gather));
 }
 
-/// Appends `list`'s enum values to `out`, refusing one past the schema's
-/// last (a plan written by a newer schema).
-template <typename To, typename From>
-LogicalResult readEnums(const fb::Vector<From> *list, From max,
-                        SmallVectorImpl<To> &out, Location loc,
-                        StringRef where, StringRef what) {
-  if (list)
-    for (From value : *list) {
-      if (int(value) < 0 || int(value) > int(max))
-        return emitError(loc) << "plan.bin: " << where << " has " << what
-                              << " " << int(value) << " (expected 0 to "
-                              << int(max) << ")";
-      out.push_back(To(int(value)));
-    }
-  return success();
-}
-
-/// The #parc.tp_shards of `entry`, refusing a case plan.bin's enums do not
-/// have; null when there is none.
+/// The #parc.tp_shards of `entry` (plan::verifyPlan checked its enums and
+/// gather indices); null when there is none.
 FailureOr<TpShardsAttr> readTpShards(MLIRContext *ctx,
                                      const schema::TpShards *entry,
                                      Location loc, StringRef where) {
@@ -82,11 +65,12 @@ FailureOr<TpShardsAttr> readTpShards(MLIRContext *ctx,
   SmallVector<TpShard> values;
   SmallVector<TpComm> comms;
   SmallVector<int32_t> gather;
-  if (failed(readEnums(entry->values(), schema::TpShard::MAX, values, loc,
-                       where, "TP shard")) ||
-      failed(readEnums(entry->comms(), schema::TpComm::MAX, comms, loc, where,
-                       "TP collective")))
-    return failure();
+  if (entry->values())
+    for (schema::TpShard value : *entry->values())
+      values.push_back(TpShard(int(value)));
+  if (entry->comms())
+    for (schema::TpComm comm : *entry->comms())
+      comms.push_back(TpComm(int(comm)));
   if (entry->gather())
     gather.assign(entry->gather()->begin(), entry->gather()->end());
   auto emit = [&] { return emitError(loc) << "plan.bin: " << where << ": "; };

@@ -448,16 +448,10 @@ bool Executor::compileForward(const plan::Forward &entry, std::string &error) {
           op.tpValues.assign(tp->values()->begin(), tp->values()->end());
         if (tp->comms())
           op.tpComms.assign(tp->comms()->begin(), tp->comms()->end());
+        // plan::verifyPlan checked the indices against the op's operands.
         if (tp->gather())
-          for (int i : *tp->gather()) {
-            if (i < 0 || i >= int(op.operands.size())) {
-              error = where + ": op '" + op.name + "' gathers operand " +
-                      std::to_string(i) + " of " +
-                      std::to_string(op.operands.size());
-              return false;
-            }
+          for (int i : *tp->gather())
             op.gatherOperand[i] = true;
-          }
       }
       compiled->ops.push_back(std::move(op));
     }

@@ -20,10 +20,6 @@ using namespace parc::runtime;
 
 namespace {
 
-const char *commName(plan::TpComm comm) {
-  return plan::EnumNameTpComm(comm);
-}
-
 /// The collectives the kernel of `kind` runs (docs/runtime.md), and which
 /// weight split each needs: a plan.bin asking for another is refused.
 bool runsComm(OpKind kind, plan::TpComm comm, TpSplit weight) {
@@ -85,7 +81,7 @@ bool Executor::compileTp(std::string &error) {
       for (TpComm comm : op.tpComms) {
         if (!runsComm(op.kind, comm, op.weightSplit)) {
           error = where + ": " + what + " asks for TP collective " +
-                  commName(comm) + ", which parc-run's kernel for it does "
+                  plan::EnumNameTpComm(comm) + ", which parc-run's kernel for it does "
                   "not run on this weight";
           return false;
         }
