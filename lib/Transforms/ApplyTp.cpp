@@ -9,16 +9,12 @@
 // Divisibility is checked before anything is written, and each refusal names
 // the config key (from the model's `parc.hf_config`) or the op attribute it comes from.
 //
-// Collectives are recorded, not inserted: a real shard.all_reduce in the
-// forward would change value types that the other passes read. Each op after
-// or before which the plan communicates carries `parc.tp_collectives`, a list
-// of {kind, axis, position, bytes_per_token} with the size of the whole
-// (unsharded) tensor per token in the activation dtype of the IR.
-//
 // Once the roles are written, each op's TpShardingOpInterface says what a TP
 // rank holds of its results and which collectives its kernel runs;
 // recordTpShards (TpShards.cpp) writes the answers as `parc.tp_shards`,
-// which the activation trace, plan.bin and parc-run read.
+// which the activation trace, the lowering, plan.bin and parc-run read.
+// Collectives are recorded, not inserted: a real shard.all_reduce in the
+// forward would change value types that the other passes read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,21 +43,12 @@ namespace {
 constexpr llvm::StringLiteral kGridName = kTpGridName;
 constexpr llvm::StringLiteral kPlanAttr = kTpParamAttrName;
 constexpr llvm::StringLiteral kPaddedAttr = kTpPaddedDim0AttrName;
-constexpr llvm::StringLiteral kCollectivesAttr = "parc.tp_collectives";
 constexpr llvm::StringLiteral kSizeAttr = kTpSizeAttrName;
 constexpr llvm::StringLiteral kSequenceAttr = kTpSequenceParallelAttrName;
 constexpr llvm::StringLiteral kLossAttr = kTpLossParallelAttrName;
-/// Vocab-parallel cross-entropy all-reduces three fp32 scalars per token:
-/// the logit max, the target logit and the sum of exponentials.
-constexpr int64_t kLossParallelBytesPerToken = 3 * 4;
 
 int64_t roundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
-}
-
-int64_t elementBytes(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  return (type.getElementTypeBitWidth() + 7) / 8;
 }
 
 int64_t lastDim(Value value) {
@@ -141,7 +128,6 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       refusals;
   llvm::SetVector<Operation *> colwise, rowwise, vocab;
   llvm::DenseSet<Operation *> projectionNorms, sequenceNorms;
-  llvm::DenseMap<Operation *, SmallVector<Attribute>> collectives;
   llvm::DenseMap<Operation *, TpRole> planOf;
   llvm::DenseMap<Operation *, int64_t> paddedOf;
   llvm::StringSet<> mixedTypes;
@@ -390,41 +376,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
           sequenceParallel)
         sequenceNorms.insert(op);
 
-    // Collectives: after each row-parallel linear; under sequence parallel
-    // an all-gather before each group of column-parallel linears sharing an
-    // input.
-    for (Operation *op : g.ops) {
-      auto linear = dyn_cast<LinearOp>(op);
-      if (!linear || !rowwise.contains(op))
-        continue;
-      addCollective(
-          op, sequenceParallel ? "reduce_scatter" : "all_reduce", "after",
-          lastDim(linear.getResult()) * elementBytes(linear.getResult()));
-    }
-    if (sequenceParallel) {
-      llvm::MapVector<Value, SmallVector<Operation *>> byInput;
-      for (Operation *op : g.ops)
-        if (colwise.contains(op))
-          byInput[g.canon(op->getOperand(0))].push_back(op);
-      for (auto &[input, linears] : byInput)
-        addCollective(linears.front(), "all_gather", "before",
-                      lastDim(input) * elementBytes(input), linears.size());
-    }
     return success();
-  }
-
-  void addCollective(Operation *op, StringRef kind, StringRef position,
-                     int64_t bytes, int64_t linears = 1) {
-    Builder b(op->getContext());
-    SmallVector<NamedAttribute> fields = {
-        b.getNamedAttr("axis", b.getStringAttr(kGridName)),
-        b.getNamedAttr("bytes_per_token", b.getI64IntegerAttr(bytes)),
-        b.getNamedAttr("kind", b.getStringAttr(kind)),
-        b.getNamedAttr("position", b.getStringAttr(position))};
-    if (linears > 1)
-      fields.push_back(
-          b.getNamedAttr("shared_by", b.getI64IntegerAttr(linears)));
-    collectives[op].push_back(b.getDictionaryAttr(fields));
   }
 
   /// Embeddings and the logits linear of the root (everything outside the
@@ -448,10 +400,6 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
         markVocab(op, embedding.getWeight());
         vocab.insert(op);
-        addCollective(op, sequenceParallel ? "reduce_scatter" : "all_reduce",
-                      "after",
-                      lastDim(embedding.getResult()) *
-                          elementBytes(embedding.getResult()));
         continue;
       }
       auto loss = dyn_cast<CrossEntropyOp>(op);
@@ -466,20 +414,10 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
       markVocab(linear, linear.getWeight());
       markVocab(linear, linear.getBiasAttr());
       vocab.insert(linear);
-      if (sequenceParallel) {
-        Value input = linear.getInput();
-        addCollective(linear, "all_gather", "before",
-                      lastDim(input) * elementBytes(input));
-        if (auto norm = g.producer(input);
+      if (sequenceParallel)
+        if (auto norm = g.producer(linear.getInput());
             isa_and_nonnull<RmsNormOp, LayerNormOp>(norm))
           sequenceNorms.insert(norm);
-      }
-      if (lossParallel)
-        addCollective(loss, "all_reduce", "within", kLossParallelBytesPerToken);
-      else
-        addCollective(linear, "all_gather", "after",
-                      roundUp(lastDim(linear.getResult()), n) *
-                          elementBytes(linear.getResult()));
     }
   }
 
@@ -490,7 +428,6 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     vocab.clear();
     projectionNorms.clear();
     sequenceNorms.clear();
-    collectives.clear();
     planOf.clear();
     paddedOf.clear();
     mixedTypes.clear();
@@ -503,7 +440,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
         op.erase();
     model.walk([](Operation *op) {
       for (StringRef name :
-           {kPlanAttr.data(), kPaddedAttr.data(), kCollectivesAttr.data(),
+           {kPlanAttr.data(), kPaddedAttr.data(),
             kSizeAttr.data(), kSequenceAttr.data(), kLossAttr.data(),
             kTpShardsAttrName.data()})
         op->removeAttr(name);
@@ -649,19 +586,16 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     // With the roles written, every op decides its split once.
     if (failed(recordTpShards(model, sequenceParallel, lossParallel)))
       return failure();
-    llvm::MapVector<StringRef, std::pair<int64_t, int64_t>> totals;
-    model.walk([&](Operation *op) {
-      auto it = collectives.find(op);
-      if (it == collectives.end())
-        return;
-      op->setAttr(kCollectivesAttr, b.getArrayAttr(it->second));
-      for (Attribute entry : it->second) {
-        auto dict = cast<DictionaryAttr>(entry);
-        auto &total = totals[dict.getAs<StringAttr>("kind").getValue()];
-        total.first++;
-        total.second += dict.getAs<IntegerAttr>("bytes_per_token").getInt();
+    // The traffic the record means, per token, as the lowering counts it.
+    int64_t counts[3] = {}, bytes[3] = {};
+    if (auto forward = dyn_cast_or_null<func::FuncOp>(
+            SymbolTable::lookupSymbolIn(model, "forward")))
+      for (const TpCollective &c :
+           getTpTraffic(forward, n, Type(), /*stopAtLayers=*/false).head.forward) {
+        counts[int(c.kind)]++;
+        bytes[int(c.kind)] += c.elementsPerToken *
+                              ((c.element.getIntOrFloatBitWidth() + 7) / 8);
       }
-    });
 
     int64_t replicated = 0;
     model.walk([&](LinearOp op) {
@@ -677,9 +611,12 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     remark << "; sequence parallel " << (sequenceParallel ? "on" : "off")
            << ", loss parallel " << (lossParallel ? "on" : "off")
            << "; collectives per token:";
-    for (auto [kind, total] : totals)
-      remark << " " << total.first << " " << kind << " (" << total.second
-             << " bytes)";
+    for (auto [kind, name] : {std::pair{CollectiveKind::AllReduce, "all_reduce"},
+                              {CollectiveKind::AllGather, "all_gather"},
+                              {CollectiveKind::ReduceScatter, "reduce_scatter"}})
+      if (counts[int(kind)])
+        remark << " " << counts[int(kind)] << " " << name << " ("
+               << bytes[int(kind)] << " bytes)";
     return success();
   }
 };

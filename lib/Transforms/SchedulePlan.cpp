@@ -8,7 +8,6 @@
 
 #include "SchedulePlan.h"
 
-#include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/FsdpUnits.h"
 #include "parc/Analysis/Grids.h"
 #include "parc/Analysis/LayerStacks.h"
@@ -22,8 +21,6 @@ using namespace mlir::parc::lowering;
 namespace {
 
 constexpr llvm::StringLiteral kTiedAttr = kPpTiedCopiesAttrName;
-constexpr llvm::StringLiteral kTpCollectivesAttr = "parc.tp_collectives";
-
 int64_t bytesOf(Type type) { return (type.getIntOrFloatBitWidth() + 7) / 8; }
 
 int64_t lastDim(Type type) {
@@ -33,95 +30,6 @@ int64_t lastDim(Type type) {
     return 1;
   return tensor.getShape().back();
 }
-
-/// Records the collectives --apply-tp put on each op in execution order, and
-/// their backward conjugates (Megatron's f / g pairs): an all-reduce after a
-/// row-parallel linear is matched by the all-reduce of the input gradient of
-/// its column-parallel group; sequence parallel swaps all-gather and
-/// reduce-scatter; the vocab-parallel logits linear all-reduces its input
-/// gradient without sequence parallel; embedding outputs, the logits gather
-/// and the loss-parallel statistics need nothing in backward.
-class TpCollectiveWalker : public ForwardWalker<TpCollectiveWalker, int> {
-public:
-  TpCollectiveWalker(bool stopAtLayers, NNModuleOp lastLayer, Type compute,
-                     bool sequenceParallel)
-      : ForwardWalker(stopAtLayers), lastLayer(lastLayer), compute(compute),
-        sequenceParallel(sequenceParallel) {}
-
-  /// Before the last layer (the root's head) and after it (its tail); a
-  /// layer's own traffic is all in `head`.
-  TpTraffic head, tail;
-
-  void run(func::FuncOp forward) {
-    walk(forward, SmallVector<int>(forward.getNumArguments(), 0));
-    std::reverse(head.backward.begin(), head.backward.end());
-    std::reverse(tail.backward.begin(), tail.backward.end());
-  }
-
-  SmallVector<int> visitOp(Operation &op, ArrayRef<int>) {
-    if (auto entries = op.getAttrOfType<ArrayAttr>(kTpCollectivesAttr))
-      for (Attribute entry : entries)
-        record(op, cast<DictionaryAttr>(entry));
-    if (auto linear = dyn_cast<LinearOp>(op); linear && !sequenceParallel) {
-      auto param =
-          tables.lookupNearestSymbolFrom<ParamOp>(&op, linear.getWeight());
-      if (param && getTpRole(param) == TpRole::Vocab)
-        current().backward.push_back({CollectiveKind::AllReduce,
-                                      lastDim(linear.getInput().getType()),
-                                      compute});
-    }
-    return SmallVector<int>(op.getNumResults(), 0);
-  }
-
-  SmallVector<int> visitOpaqueCall(CallOp call, NNModuleOp callee,
-                                   ArrayRef<int>) {
-    if (callee && callee == lastLayer)
-      inTail = true;
-    return SmallVector<int>(call.getNumResults(), 0);
-  }
-
-private:
-  TpTraffic &current() { return inTail ? tail : head; }
-
-  void record(Operation &op, DictionaryAttr entry) {
-    auto kindAttr = entry.getAs<StringAttr>("kind");
-    auto position = entry.getAs<StringAttr>("position");
-    auto bytes = entry.getAs<IntegerAttr>("bytes_per_token");
-    if (!kindAttr || !position || !bytes)
-      return;
-    StringRef kind = kindAttr.getValue();
-    CollectiveKind forward = kind == "all_gather" ? CollectiveKind::AllGather
-                             : kind == "reduce_scatter"
-                                 ? CollectiveKind::ReduceScatter
-                                 : CollectiveKind::AllReduce;
-    if (position.getValue() == "within") {
-      // Loss-parallel statistics: fp32 scalars.
-      current().forward.push_back(
-          {forward, bytes.getInt() / 4, Float32Type::get(op.getContext())});
-      return;
-    }
-    Type irType = position.getValue() == "before" ? op.getOperand(0).getType()
-                                                  : op.getResult(0).getType();
-    int64_t irBytes =
-        bytesOf(cast<RankedTensorType>(irType).getElementType());
-    TpCollective collective{forward, bytes.getInt() / irBytes, compute};
-    current().forward.push_back(collective);
-    bool after = position.getValue() == "after";
-    if (forward == CollectiveKind::AllReduce && after && isa<LinearOp>(op))
-      current().backward.push_back(collective);
-    else if (forward == CollectiveKind::ReduceScatter && after)
-      current().backward.push_back(
-          {CollectiveKind::AllGather, collective.elementsPerToken, compute});
-    else if (forward == CollectiveKind::AllGather && !after)
-      current().backward.push_back({CollectiveKind::ReduceScatter,
-                                    collective.elementsPerToken, compute});
-  }
-
-  NNModuleOp lastLayer;
-  Type compute;
-  bool sequenceParallel;
-  bool inTail = false;
-};
 
 struct PlanReader {
   PlanReader(ModelOp model, int64_t seq, int64_t mbs, int64_t gradAccum,
@@ -284,10 +192,9 @@ struct PlanReader {
         step.recomputedBytes = acts.recomputed;
         step.workingBytes = acts.working;
       }
-      TpCollectiveWalker walker(/*stopAtLayers=*/false, last, plan.compute,
-                                plan.sequenceParallel);
-      walker.run(layer.getForward());
-      step.tp = std::move(walker.head);
+      step.tp = getTpTraffic(layer.getForward(), plan.tpSize, plan.compute,
+                             /*stopAtLayers=*/false)
+                    .head;
       if (failed(checkTpDivisible(plan, step.tp, step.tokens,
                                   step.path.getValue())))
         return failure();
@@ -305,9 +212,8 @@ struct PlanReader {
     auto forward = dyn_cast_or_null<func::FuncOp>(
         SymbolTable::lookupSymbolIn(model, "forward"));
     if (forward) {
-      TpCollectiveWalker walker(/*stopAtLayers=*/true, last, plan.compute,
-                                plan.sequenceParallel);
-      walker.run(forward);
+      TpTrafficSplit walker = getTpTraffic(forward, plan.tpSize, plan.compute,
+                                           /*stopAtLayers=*/true, last);
       plan.rootTp.forward = walker.head.forward;
       plan.rootTp.backward = walker.head.backward;
       // The tail's traffic, kept apart by position: the head's first.

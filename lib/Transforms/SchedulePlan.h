@@ -9,6 +9,7 @@
 #ifndef PARC_LIB_TRANSFORMS_SCHEDULEPLAN_H
 #define PARC_LIB_TRANSFORMS_SCHEDULEPLAN_H
 
+#include "TpShards.h"
 #include "Parc/IR/ParcOps.h"
 #include "parc/Analysis/HardwareProfile.h"
 #include "parc/Analysis/Parallelism.h"
@@ -20,24 +21,6 @@
 #include <vector>
 
 namespace mlir::parc::lowering {
-
-//===----------------------------------------------------------------------===//
-// TP collectives of a forward and its backward
-//===----------------------------------------------------------------------===//
-
-enum class CollectiveKind { AllReduce, AllGather, ReduceScatter };
-
-/// One TP collective a compute step issues: the whole (unsharded) tensor
-/// has `elementsPerToken` elements of `element` per token.
-struct TpCollective {
-  CollectiveKind kind;
-  int64_t elementsPerToken;
-  Type element;
-};
-
-struct TpTraffic {
-  SmallVector<TpCollective> forward, backward;
-};
 
 //===----------------------------------------------------------------------===//
 // What the programs are lowered from

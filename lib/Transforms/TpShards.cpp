@@ -9,7 +9,13 @@
 
 #include "TpShards.h"
 
+#include "parc/Analysis/ForwardWalk.h"
+
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <optional>
+#include <utility>
 
 using namespace mlir;
 using namespace mlir::parc;
@@ -181,4 +187,141 @@ LogicalResult mlir::parc::recordTpShards(ModelOp model, bool sequenceParallel,
     return success();
   model.walk([](Operation *op) { op->removeAttr(kTpShardsAttrName); });
   return failure();
+}
+
+namespace {
+
+/// The TP collectives of a forward in execution order, and their backward
+/// conjugates (Megatron's f / g pairs), read from the `parc.tp_shards` record
+/// apply-tp put on each op, as parc-run runs them: a replicated input copied
+/// into column-parallel linears all-reduces its gradient once, however many
+/// linears read it in a row (q, k and v), as a sequence-parallel input is
+/// all-gathered once (backward: reduce-scatter); a partial output
+/// all-reduces (row-parallel linear, vocab embedding) or, under sequence
+/// parallel, reduce-scatters (backward: all-gather); vocab-parallel loss
+/// all-reduces three fp32 statistics per token; logits gathered over the
+/// vocabulary are the padded vocabulary wide. Replicated weights' gradient
+/// all-reduces (weight_grad, bias_grad) are per parameter, not per token,
+/// and are not traffic here. Each value is a tensor identity (0: none), so
+/// that "the same input" means what it means to parc-run.
+class TpCollectiveWalker : public ForwardWalker<TpCollectiveWalker, int> {
+public:
+  TpCollectiveWalker(bool stopAtLayers, NNModuleOp lastLayer, Type compute,
+                     int64_t tpSize)
+      : ForwardWalker(stopAtLayers), lastLayer(lastLayer), compute(compute),
+        tpSize(tpSize) {}
+
+  /// Before the last layer (the root's head) and after it (its tail); a
+  /// layer's own traffic is all in `head`.
+  TpTraffic head, tail;
+
+  void run(func::FuncOp forward) {
+    walk(forward, fresh(forward.getNumArguments()));
+    std::reverse(head.backward.begin(), head.backward.end());
+    std::reverse(tail.backward.begin(), tail.backward.end());
+  }
+
+  SmallVector<int> visitOp(Operation &op, ArrayRef<int> operands) {
+    if (TpShardsAttr shards = getTpShards(&op))
+      record(op, shards, operands);
+    return fresh(op.getNumResults());
+  }
+
+  SmallVector<int> visitOpaqueCall(CallOp call, NNModuleOp callee,
+                                   ArrayRef<int>) {
+    if (callee && callee == lastLayer)
+      inTail = true;
+    return fresh(call.getNumResults());
+  }
+
+private:
+  TpTraffic &current() { return inTail ? tail : head; }
+
+  Type elementOf(Value value) {
+    if (compute || !value)
+      return compute;
+    return cast<ShapedType>(value.getType()).getElementType();
+  }
+
+  SmallVector<int> fresh(unsigned n) {
+    SmallVector<int> ids;
+    for (unsigned i = 0; i < n; ++i)
+      ids.push_back(++lastId);
+    return ids;
+  }
+
+  void push(CollectiveKind forward, std::optional<CollectiveKind> backward,
+            int64_t elements, Type element) {
+    current().forward.push_back({forward, elements, element});
+    if (backward)
+      current().backward.push_back({*backward, elements, element});
+  }
+
+  void record(Operation &op, TpShardsAttr shards, ArrayRef<int> operands) {
+    using CK = CollectiveKind;
+    int input = operands.empty() ? 0 : operands.front();
+    int64_t inWidth = op.getNumOperands() ? lastDim(op.getOperand(0).getType())
+                                          : 1;
+    int64_t outWidth =
+        op.getNumResults() ? lastDim(op.getResult(0).getType()) : 1;
+    Type in = elementOf(op.getNumOperands() ? op.getOperand(0) : Value());
+    Type out = elementOf(op.getNumResults() ? op.getResult(0) : Value());
+    for (TpComm comm : shards.getComms()) {
+      switch (comm) {
+      case TpComm::CopyInput:
+        if (std::exchange(lastCopied, input) != input)
+          current().backward.push_back({CK::AllReduce, inWidth, in});
+        break;
+      case TpComm::GatherSequence:
+        if (std::exchange(lastGathered, input) != input)
+          push(CK::AllGather, CK::ReduceScatter, inWidth, in);
+        break;
+      case TpComm::Reduce:
+        push(CK::AllReduce, std::nullopt, outWidth, out);
+        break;
+      case TpComm::ScatterSequence:
+        push(CK::ReduceScatter, CK::AllGather, outWidth, out);
+        break;
+      case TpComm::VocabLoss:
+        push(CK::AllReduce, std::nullopt, kVocabLossStatistics,
+             Float32Type::get(op.getContext()));
+        break;
+      case TpComm::WeightGrad:
+      case TpComm::BiasGrad:
+        break;
+      }
+    }
+    for (int32_t operand : shards.getGather())
+      push(CK::AllGather, std::nullopt,
+           llvm::alignTo(lastDim(op.getOperand(operand).getType()), tpSize),
+           elementOf(op.getOperand(operand)));
+  }
+
+  static int64_t lastDim(Type type) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() == 0 ||
+        ShapedType::isDynamic(tensor.getShape().back()))
+      return 1;
+    return tensor.getShape().back();
+  }
+
+  /// Vocab-parallel cross-entropy's statistics per token: the logit max,
+  /// the target logit and the sum of exponentials.
+  static constexpr int64_t kVocabLossStatistics = 3;
+
+  NNModuleOp lastLayer;
+  Type compute;
+  int64_t tpSize;
+  bool inTail = false;
+  int lastId = 0, lastCopied = 0, lastGathered = 0;
+};
+
+} // namespace
+
+TpTrafficSplit mlir::parc::getTpTraffic(func::FuncOp forward, int64_t tpSize,
+                                        Type compute, bool stopAtLayers,
+                                        NNModuleOp lastLayer) {
+  TpCollectiveWalker walker(stopAtLayers, lastLayer, compute, tpSize);
+  walker.run(forward);
+  return {std::move(walker.head), std::move(walker.tail)};
 }

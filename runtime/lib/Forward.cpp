@@ -581,15 +581,20 @@ at::Tensor Executor::apply(const CompiledOp &op,
   }
   case OpKind::Linear: {
     at::Tensor x = in[0];
+    // One copy or gather of an input that several linears share (q, k, v).
+    auto shared = [&](std::pair<at::Tensor, at::Tensor> &last, auto apply) {
+      if (!last.first.defined() ||
+          last.first.unsafeGetTensorImpl() != x.unsafeGetTensorImpl())
+        last = {x, apply(x)};
+      return last.second;
+    };
     if (op.tpCopyInput)
-      x = TpCopy::apply(x, intPtr(this));
-    else if (op.seqGatherInput) {
-      // One gather of an input that several linears share (q, k, v).
-      if (!sequenceGather.first.defined() ||
-          sequenceGather.first.unsafeGetTensorImpl() != x.unsafeGetTensorImpl())
-        sequenceGather = {x, TpGatherSequence::apply(x, intPtr(this))};
-      x = sequenceGather.second;
-    }
+      x = shared(tpCopy,
+                 [&](const at::Tensor &t) { return TpCopy::apply(t, intPtr(this)); });
+    else if (op.seqGatherInput)
+      x = shared(sequenceGather, [&](const at::Tensor &t) {
+        return TpGatherSequence::apply(t, intPtr(this));
+      });
     if (op.seqScatterOutput || op.tpReduceOutput) {
       // Row-parallel: partial sums over this rank's input features; the
       // bias is added once, after the all-reduce (or to each sequence shard

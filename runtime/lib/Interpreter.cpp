@@ -252,6 +252,7 @@ Executor::Interpreter::compute(const Segment &seg,
   for (size_t i = 0; i < seg.inputs.size(); ++i)
     local[seg.inputs[i]] = inputs[i];
   exec.sequenceGather = {};
+  exec.tpCopy = {};
   for (const Pipeline::Step *step : seg.ops) {
     std::vector<at::Tensor> operands;
     for (int v : step->operands)

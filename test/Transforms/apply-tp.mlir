@@ -2,7 +2,7 @@
 // RUN: parc-opt %s "--apply-tp=size=2 sequence-parallel=true loss-parallel=true" 2>&1 | FileCheck %s --check-prefix=SP
 // RUN: parc-opt %s --apply-tp=size=2 --apply-tp=size=2 2>/dev/null | FileCheck %s --check-prefix=TWICE
 // RUN: parc-opt %s --apply-tp=size=1 2>&1 | FileCheck %s --check-prefix=ONE
-// RUN: parc-opt %s --apply-tp=size=2 2>/dev/null | FileCheck %s --check-prefix=SHARDS
+// RUN: parc-opt %s --apply-tp=size=2 2>/dev/null | FileCheck %s --check-prefix=SHARDS --implicit-check-not=tp_collectives
 // RUN: parc-opt %s "--apply-tp=size=2 sequence-parallel=true loss-parallel=true" 2>/dev/null | FileCheck %s --check-prefix=SP-SHARDS
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-tp=size=2 2>&1 >/dev/null | FileCheck %s --check-prefix=NO-OUT
 
@@ -31,14 +31,14 @@
 // CHECK-NEXT: parc.param @bias : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @qn "RMSNorm"
 // CHECK-NEXT: parc.param @weight : tensor<4xf32> {parc.tp = #parc.tp<replicated>}
-// CHECK: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// CHECK: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_shards = #parc.tp_shards<values = [full], comms = [reduce]>}
 // CHECK: @gate "Linear"
 // CHECK-NEXT: parc.param @weight : tensor<32x16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @up "Linear"
 // CHECK-NEXT: parc.param @weight : tensor<32x16xf32> {parc.tp = #parc.tp<colwise>}
 // CHECK: @down "Linear"
 // CHECK-NEXT: parc.param @weight : tensor<16x32xf32> {parc.tp = #parc.tp<rowwise>}
-// CHECK: parc.linear %{{.*}}, @down::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// CHECK: parc.linear %{{.*}}, @down::@weight {parc.tp_shards = #parc.tp_shards<values = [full], comms = [reduce]>}
 // CHECK: @norm1 "RMSNorm"
 // CHECK-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @"1"
@@ -52,37 +52,38 @@
 // CHECK-NEXT: parc.param @weight : tensor<16x16xf32> {parc.tp = #parc.tp<replicated>}
 // CHECK: @final_norm "RMSNorm"
 // CHECK-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<replicated>}
-// CHECK: parc.embedding %{{.*}}, @embed::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_reduce", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// CHECK: parc.embedding %{{.*}}, @embed::@weight {parc.tp_shards = #parc.tp_shards<values = [full], comms = [reduce]>}
 // CHECK: @lm_head "Linear"
 // CHECK-NEXT: parc.param @weight : tensor<101x16xf32> {parc.tp = #parc.tp<vocab>, parc.tp_padded_dim0 = 102 : i64}
-// CHECK: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 408 : i64, kind = "all_gather", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// CHECK: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_shards = #parc.tp_shards<values = [vocab], comms = [copy_input]>}
 // CHECK-NEXT: parc.softcap
 // CHECK-NEXT: parc.cross_entropy %{{[0-9]+}}, %{{[a-z0-9]+}} {parc.tp_shards = #parc.tp_shards<values = [full], gather = [0]>} :
 
 // Sequence parallel: residual-stream norms are sequence-sharded, q/k norms
-// stay replicated; all-gathers before each group of column-parallel linears
-// sharing an input, reduce-scatters after the row-parallel ones; the loss is
-// computed on vocab-sharded logits.
-// SP: remark: TP 2: 7 column-parallel, 4 row-parallel, 1 replicated linears; vocab 101 padded to 102; sequence parallel on, loss parallel on; collectives per token: 5 all_gather (320 bytes) 5 reduce_scatter (320 bytes) 1 all_reduce (12 bytes)
+// stay replicated; each column-parallel linear gathers the sequence (the
+// remark counts one all-gather per group sharing an input, as parc-run runs
+// it), the row-parallel ones reduce-scatter; the loss is computed on
+// vocab-sharded logits.
+// SP: remark: TP 2: 7 column-parallel, 4 row-parallel, 1 replicated linears; vocab 101 padded to 102; sequence parallel on, loss parallel on; collectives per token: 1 all_reduce (12 bytes) 5 all_gather (320 bytes) 5 reduce_scatter (320 bytes)
 // SP: module {
 // SP: parc.tp_loss_parallel = true, parc.tp_sequence_parallel = true, parc.tp_size = 2 : i64
 // SP: @qn "RMSNorm"
 // SP-NEXT: parc.param @weight : tensor<4xf32> {parc.tp = #parc.tp<replicated>}
-// SP: parc.linear %arg0, @q::@weight bias @q::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before", shared_by = 3 : i64}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// SP: parc.linear %arg0, @q::@weight bias @q::@bias {parc.tp_shards = #parc.tp_shards<values = [features], comms = [gather_sequence]>}
 // SP-NEXT: parc.linear %arg0, @k::@weight {parc.tp_shards =
 // SP-NEXT: parc.linear %arg0, @v::@weight {parc.tp_shards =
-// SP: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "reduce_scatter", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
-// SP: parc.linear %arg0, @gate::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before", shared_by = 2 : i64}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// SP: parc.linear %{{.*}}, @o::@weight bias @o::@bias {parc.tp_shards = #parc.tp_shards<values = [sequence], comms = [scatter_sequence, bias_grad]>}
+// SP: parc.linear %arg0, @gate::@weight {parc.tp_shards = #parc.tp_shards<values = [features], comms = [gather_sequence]>}
 // SP: @norm1 "RMSNorm"
 // SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
 // SP: @norm2 "RMSNorm"
 // SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
-// SP: parc.linear %{{[0-9]+}}, @fc1::@weight bias @fc1::@bias {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// SP: parc.linear %{{[0-9]+}}, @fc1::@weight bias @fc1::@bias {parc.tp_shards = #parc.tp_shards<values = [features], comms = [gather_sequence]>}
 // SP: @final_norm "RMSNorm"
 // SP-NEXT: parc.param @weight : tensor<16xf32> {parc.tp = #parc.tp<sequence>}
-// SP: parc.embedding %{{.*}} {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "reduce_scatter", position = "after"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
-// SP: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_collectives = [{axis = "tp", bytes_per_token = 64 : i64, kind = "all_gather", position = "before"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
-// SP: parc.cross_entropy %{{.*}} {parc.tp_collectives = [{axis = "tp", bytes_per_token = 12 : i64, kind = "all_reduce", position = "within"}], parc.tp_shards = #parc.tp_shards<{{.*}}>}
+// SP: parc.embedding %{{.*}} {parc.tp_shards = #parc.tp_shards<values = [sequence], comms = [scatter_sequence]>}
+// SP: parc.linear %{{.*}}, @lm_head::@weight {parc.tp_shards = #parc.tp_shards<values = [vocab], comms = [gather_sequence]>}
+// SP: parc.cross_entropy %{{.*}} {parc.tp_shards = #parc.tp_shards<values = [full], comms = [vocab_loss]>}
 
 // parc.tp_shards records how each op's results are split over the TP ranks
 // and the collectives its kernel runs: column-parallel linears copy their

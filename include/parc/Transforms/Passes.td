@@ -199,21 +199,6 @@ def ApplyTp : Pass<"apply-tp", "::mlir::parc::ModelOp"> {
     vocab-parallel parameters, and `parc.tp_size`,
     `parc.tp_sequence_parallel`, `parc.tp_loss_parallel` on the model.
 
-    Collectives are recorded, not inserted (a real `shard.all_reduce` in the
-    forward would change the value types the other passes read): the op
-    after or before which the plan communicates carries
-    `parc.tp_collectives`, a list of dictionaries
-    `{kind, axis = "tp", position, bytes_per_token}` (`position` is
-    `before`, `after` or `within` the op), where `bytes_per_token` is the
-    size of the whole (unsharded) tensor per token in the activation dtype
-    of the IR; a cost model applies the ring factor. Row-parallel linears and embeddings: `all_reduce` after, or
-    `reduce_scatter` under sequence parallel; under sequence parallel an
-    `all_gather` before the first column-parallel linear of each group
-    sharing an input (`shared_by` counts the group) and before the logits
-    linear; the logits: an `all_gather` after, or with `loss-parallel` a
-    vocab-parallel cross-entropy that all-reduces three fp32 scalars per
-    token.
-
     Then every op of the forwards records, from its
     `TpShardingOpInterface`, `parc.tp_shards = #parc.tp_shards<values =
     [...], comms = [...], gather = [...]>`: what a TP rank holds of each
@@ -224,7 +209,12 @@ def ApplyTp : Pass<"apply-tp", "::mlir::parc::ModelOp"> {
     splits. A module's forward is split one way for all its calls. What no
     rule allows (a split value passed to or returned from a module, attention
     on a sequence shard, sequence-parallel values mixed with replicated
-    ones) is an error on the op.
+    ones) is an error on the op. Collectives are recorded, not inserted (a
+    real `shard.all_reduce` in the forward would change the value types the
+    other passes read); the record is the only statement of them: the
+    remark's per-token traffic, the lowering's collectives and parc-run all
+    read it. Linears reading one input in a row (q, k, v) copy or gather it
+    once.
 
     Before anything is written, attention heads, KV heads (per layer, so a
     separate count on full-attention layers is checked), the intermediate

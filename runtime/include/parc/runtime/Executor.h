@@ -148,9 +148,11 @@ public:
   /// The group along one axis; a one-rank group when the axis has size 1.
   Collectives &tpGroup() { return *tpComm; }
   Collectives &fsdpGroup() { return *fsdpComm; }
-  /// The last sequence all-gather (input, output): q, k and v (gate and
-  /// up) share one gather of their input, as Megatron's.
-  std::pair<at::Tensor, at::Tensor> sequenceGather;
+  /// The last sequence all-gather (input, output) and the last TP copy of a
+  /// replicated input: q, k and v (gate and up) share one gather of their
+  /// input, or one all-reduce of its gradient, as Megatron's f; the
+  /// lowering counts the same (lower-to-schedule's TpCollectiveWalker).
+  std::pair<at::Tensor, at::Tensor> sequenceGather, tpCopy;
   int64_t vocabSize() const { return vocab; }
   /// Parameter paths that alias a slot (tie entries after the first).
   const std::map<std::string, std::string> &aliases() const {
@@ -204,8 +206,8 @@ private:
   bool compileUnits(std::string &error);
   bool compileForwards(std::string &error);
   bool compileForward(const plan::Forward &entry, std::string &error);
-  /// Works out, from the root down the calls, which values TP splits and
-  /// where the TP collectives go (`args`, `results`: TpValue per value).
+  /// Reads each op's TP record (how apply-tp split it, which collectives
+  /// it runs) into the kernels' flags, refusing what they cannot run.
   bool compileTp(std::string &error);
   bool compilePipeline(std::string &error);
   bool buildInterpreter(std::string &error);
