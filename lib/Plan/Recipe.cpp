@@ -329,14 +329,21 @@ void RecipeReader::apply(const RecipeSetting &setting) {
   }
   // A setting replaces what the recipe says, including the key's
   // alternative: --model over a recipe with model.mlir plans the config.
+  // Two settings given together both hold (--gpus 512 --gpus-per-node 8 is
+  // 64 nodes).
   static constexpr std::pair<llvm::StringLiteral, llvm::StringLiteral>
       kAlternatives[] = {{"model.hf_config", "model.mlir"},
                          {"cluster.gpus", "cluster.gpus_per_node"}};
   for (auto [first, second] : kAlternatives) {
+    auto eraseFromFile = [&](llvm::StringLiteral key) {
+      auto it = entries.find(key.str());
+      if (it != entries.end() && it->second.fromFile)
+        entries.erase(it);
+    };
     if (setting.key == first)
-      entries.erase(second.str());
+      eraseFromFile(second);
     if (setting.key == second)
-      entries.erase(first.str());
+      eraseFromFile(first);
   }
   entries.insert_or_assign(setting.key, Entry{value, loc, false});
 }
@@ -608,6 +615,17 @@ void RecipeReader::check(PlanRequest &request) {
   const Entry *gpusEntry = lookup("cluster.gpus");
   const Entry *perNodeEntry = lookup("cluster.gpus_per_node");
   if (gpusEntry && gpus > 0) {
+    // GPUs and GPUs per node without nodes: as many nodes as that makes.
+    if (perNodeEntry && !lookup("cluster.nodes") && request.gpusPerNode > 0) {
+      if (gpus % request.gpusPerNode != 0) {
+        error(*gpusEntry) << "cluster.gpus " << gpus
+                          << " is not a whole number of nodes of "
+                             "gpus_per_node "
+                          << request.gpusPerNode;
+        return;
+      }
+      request.nodes = gpus / request.gpusPerNode;
+    }
     if (gpus % request.nodes != 0) {
       error(*gpusEntry) << "cluster.gpus " << gpus
                         << " does not divide over cluster.nodes "
