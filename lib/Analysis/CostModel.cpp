@@ -101,7 +101,7 @@ FlopCount priceCompute(ModelOp model, const FsdpUnitSizes &sizes,
   RootFlops root = countRootFlops(model, batch, seq);
   auto tokensOf = [&](NNModuleOp layer) {
     auto tag = getLayerTag(layer);
-    return tag && StringRef(tag->first).starts_with("vision")
+    return tag && isVisionStack(tag->first)
                ? report.options.imageTokens
                : seq;
   };

@@ -202,7 +202,7 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
     SmallVector<NNModuleOp> layers, vision;
     for (NNModuleOp layer : all) {
       auto tag = getLayerTag(layer);
-      if (tag && tag->first.starts_with("vision"))
+      if (tag && isVisionStack(tag->first))
         vision.push_back(layer);
       else
         layers.push_back(layer);

@@ -138,7 +138,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
                       int64_t value) {
     if (!config)
       return "";
-    bool vision = stack.starts_with("vision");
+    bool vision = isVisionStack(stack);
     for (bool strict : {true, false})
       for (StringRef name : names)
         for (NamedAttribute entry : config) {
@@ -370,10 +370,11 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
         rowwise.insert(op);
 
     // Norms on the residual stream run sequence-parallel when asked; q/k
-    // norms inside the sharded region stay replicated.
+    // norms inside the sharded region stay replicated, as does a vision
+    // tower, which runs without sequence parallelism (TpShards.cpp).
     for (Operation *op : g.ops)
       if (isa<RmsNormOp, LayerNormOp>(op) && !projectionNorms.contains(op) &&
-          sequenceParallel)
+          sequenceParallel && !isVisionStack(stack))
         sequenceNorms.insert(op);
 
     return success();

@@ -183,7 +183,7 @@ struct PlanReader {
                << " chunks: run --apply-pp again";
       step.remat = getRemat(layer).value_or(RematKind::None);
       auto tag = getLayerTag(layer);
-      step.tokens = tag && tag->first.starts_with("vision") ? imageTokens : seq;
+      step.tokens = tag && isVisionStack(tag->first) ? imageTokens : seq;
       if (step.tokens > 0) {
         LayerActivationBytes acts =
             estimateLayerActivations(layer, step.remat, mbs, step.tokens,
@@ -198,7 +198,7 @@ struct PlanReader {
       if (failed(checkTpDivisible(plan, step.tp, step.tokens,
                                   step.path.getValue())))
         return failure();
-      if (!plan.boundaryElements && !(tag && tag->first.starts_with("vision")))
+      if (!plan.boundaryElements && !(tag && isVisionStack(tag->first)))
         plan.boundaryElements =
             mbs * seq *
             lastDim(layer.getForward().getResultTypes().front()) /

@@ -10,6 +10,7 @@
 #include "TpShards.h"
 
 #include "parc/Analysis/ForwardWalk.h"
+#include "parc/Analysis/LayerStacks.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/MathExtras.h"
@@ -133,20 +134,22 @@ LogicalResult Propagation::run(func::FuncOp forward, ArrayRef<TpShard> args,
       auto callee =
           dyn_cast_or_null<func::FuncOp>(call.resolveCallableInTable(&tables));
       if (callee) {
-        if (failed(run(callee, operands, call, results)))
+        // A vision tower's layers run on image features that no vocab
+        // embedding scattered over the sequence: tensor-parallel without
+        // sequence parallelism, as Megatron's and NeMo's vision encoders.
+        auto module = callee->getParentOfType<NNModuleOp>();
+        auto tag = module ? getLayerTag(module) : std::nullopt;
+        bool outer = sequenceParallel;
+        if (tag && isVisionStack(tag->first))
+          sequenceParallel = false;
+        LogicalResult ran = run(callee, operands, call, results);
+        sequenceParallel = outer;
+        if (failed(ran))
           return failure();
       } else {
         results.assign(call.getNumResults(), TpShard::Full);
       }
     } else {
-      bool sequence = llvm::is_contained(operands, TpShard::Sequence);
-      if (sequence && llvm::any_of(operands, [](TpShard shard) {
-            return shard != TpShard::Sequence;
-          }))
-        return mlir::emitError(op.getLoc())
-               << "apply-tp: " << describe(op)
-               << " mixes sequence-parallel values with "
-                  "others";
       TpShardQuery query;
       query.operands = operands;
       query.weight = roleOf(op, "weight");

@@ -405,7 +405,7 @@ def Parc_AvgPoolTokensOp : Parc_Op<"avg_pool_tokens", [
 }
 
 def Parc_MergeImageFeaturesOp : Parc_Op<"merge_image_features", [
-    Parc_TpShardingOpInterface,
+    DeclareOpInterfaceMethods<Parc_TpShardingOpInterface, ["inferTpShards"]>,
     Pure, AllTypesMatch<["text", "result"]>]> {
   let summary = "Place image features at the image-token positions";
   let arguments = (ins AnyRankedTensor:$text, AnyRankedTensor:$image);

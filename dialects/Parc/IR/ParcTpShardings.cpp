@@ -16,6 +16,9 @@ using namespace mlir::parc;
 LogicalResult TpShardQuery::inferElementwise() {
   if (any(TpShard::Features) && any(TpShard::Full))
     return refuse("mixes values split over TP ranks with replicated ones");
+  if (any(TpShard::Sequence) &&
+      llvm::any_of(operands, [](TpShard s) { return s != TpShard::Sequence; }))
+    return refuse("mixes sequence-parallel values with others");
   for (TpShard shard : {TpShard::Features, TpShard::Sequence, TpShard::Vocab})
     if (any(shard)) {
       result = shard;
@@ -163,5 +166,17 @@ LogicalResult CrossEntropyOp::inferTpShards(TpShardQuery &query) {
     return query.refuse("takes logits split over features or the sequence");
   if (logits == TpShard::Vocab)
     query.comms.push_back(TpComm::VocabLoss);
+  return success();
+}
+
+LogicalResult MergeImageFeaturesOp::inferTpShards(TpShardQuery &query) {
+  TpShard text = query.operands[0], image = query.operands[1];
+  if (text == TpShard::Features || text == TpShard::Vocab ||
+      image != TpShard::Full)
+    return query.refuse("merges values split over TP ranks");
+  // Under sequence parallel the text embeddings are sequence shards; the
+  // vision tower (run without sequence parallelism) gives every rank all
+  // image features, and each places those at its own positions.
+  query.result = text;
   return success();
 }

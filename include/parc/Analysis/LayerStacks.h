@@ -42,6 +42,13 @@ llvm::SmallVector<LayerStack> getLayerStacks(ModelOp model);
 /// Records `stacks` on the model and tags each layer; replaces earlier tags.
 void setLayerStacks(ModelOp model, llvm::ArrayRef<LayerStack> stacks);
 
+/// Whether `stack` is a vision tower's ("vision", "vision_encoder", ...):
+/// its layers run on the image tokens, outside the language stack's
+/// pipeline boundary and sequence parallelism.
+inline bool isVisionStack(llvm::StringRef stack) {
+  return stack.starts_with("vision");
+}
+
 /// The stack name and index of `module` if it is a discovered layer.
 std::optional<std::pair<llvm::StringRef, int64_t>> getLayerTag(NNModuleOp module);
 

@@ -191,7 +191,12 @@ def ApplyTp : Pass<"apply-tp", "::mlir::parc::ModelOp"> {
     logits of `parc.cross_entropy` (through a softcap) are vocab-parallel,
     their vocab padded up to a multiple of `size`; norms are replicated, or
     sequence-parallel on the residual stream with `sequence-parallel`. Other
-    linears stay replicated and are counted.
+    linears stay replicated and are counted. Sequence parallelism splits the
+    residual stream the vocab embedding scatters; a vision stack's layers,
+    whose patch embeddings nothing scatters, run tensor-parallel without it
+    (row-parallel linears all-reduce, norms replicated), and
+    `parc.merge_image_features` places the whole image features into each
+    rank's sequence shard.
 
     Records `parc.tp = #parc.tp<colwise | rowwise | vocab | replicated |
     sequence>` on every `parc.param` (a column-parallel bias is split with
