@@ -51,7 +51,7 @@ constexpr int64_t kBatch = 2, kSeq = 8, kHidden = 16;
 
 /// One layer: a linear, then the test op twice.
 constexpr const char *kLayer = R"mlir(
-parc.model @m class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "layers"}]} {
+parc.model @m class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 1>]} {
   parc.module @layers "ModuleList" list {
     parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
       parc.module @proj "Linear" leaf {

@@ -26,11 +26,11 @@ SmallVector<LayerStack> mlir::parc::getLayerStacks(ModelOp model) {
   auto recorded = model->getAttrOfType<ArrayAttr>(kStacksAttrName);
   if (!recorded)
     return stacks;
-  for (auto entry : recorded.getAsRange<DictionaryAttr>()) {
+  for (auto entry : recorded.getAsRange<LayerStackAttr>()) {
     LayerStack stack;
-    stack.name = entry.getAs<StringAttr>("name").getValue().str();
-    stack.path = entry.getAs<StringAttr>("path").getValue().str();
-    stack.layers.resize(entry.getAs<IntegerAttr>("layers").getInt());
+    stack.name = entry.getName().str();
+    stack.path = entry.getPath().str();
+    stack.layers.resize(entry.getLayers());
     stacks.push_back(std::move(stack));
   }
   walkModelGraph(model, [&](Operation *op) {
@@ -54,11 +54,8 @@ void mlir::parc::setLayerStacks(ModelOp model, ArrayRef<LayerStack> stacks) {
   });
   SmallVector<Attribute> entries;
   for (const LayerStack &stack : stacks) {
-    entries.push_back(b.getDictionaryAttr({
-        b.getNamedAttr("name", b.getStringAttr(stack.name)),
-        b.getNamedAttr("path", b.getStringAttr(stack.path)),
-        b.getNamedAttr("layers", b.getI64IntegerAttr(stack.layers.size())),
-    }));
+    entries.push_back(LayerStackAttr::get(b.getContext(), stack.name,
+                                          stack.path, stack.layers.size()));
     for (auto [index, layer] : llvm::enumerate(stack.layers)) {
       layer->setAttr(kStackAttrName, b.getStringAttr(stack.name));
       layer->setAttr(kLayerIndexAttrName, b.getI64IntegerAttr(index));

@@ -37,12 +37,6 @@ SmallVector<int64_t> mlir::parc::getTpLocalShape(ParamOp param,
   return shape;
 }
 
-/// A step of a verified schedule (ParcDialect's verifier parsed it first).
-static PipelineStep parseStep(StringRef text) {
-  auto [forward, micro, chunk] = *parsePipelineStep(text);
-  return {forward, micro, chunk};
-}
-
 PpPlan mlir::parc::getPpPlan(ModelOp model) {
   PpPlan plan;
   auto attr = model->getAttrOfType<PipelinePlanAttr>(kPpPlanAttrName);
@@ -58,15 +52,9 @@ PpPlan mlir::parc::getPpPlan(ModelOp model) {
   if (FloatAttr bubble = attr.getBubble())
     plan.bubble = bubble.getValueAsDouble();
   plan.steps.resize(plan.stages);
-  for (Attribute entry : schedules) {
-    auto stageDict = cast<DictionaryAttr>(entry);
-    int64_t stage = stageDict.getAs<IntegerAttr>("stage").getInt();
-    if (stage < 0 || stage >= plan.stages)
-      continue;
-    for (auto name : stageDict.getAs<ArrayAttr>("steps")
-                         .getAsValueRange<StringAttr>())
-      plan.steps[stage].push_back(parseStep(name));
-  }
+  for (auto stage : schedules.getAsRange<PipelineStepsAttr>())
+    if (stage.getStage() < plan.stages)
+      llvm::append_range(plan.steps[stage.getStage()], stage.getSteps());
   return plan;
 }
 

@@ -115,14 +115,13 @@ fb::Offset<schema::Parallelism> exportParallelism(ModelOp model,
   PpPlan pp = getPpPlan(model);
   std::vector<fb::Offset<schema::PipelineStage>> stages;
   if (auto schedules = model->getAttrOfType<ArrayAttr>(kPpScheduleAttrName))
-    for (auto stage : schedules.getAsRange<DictionaryAttr>()) {
+    for (auto stage : schedules.getAsRange<PipelineStepsAttr>()) {
       std::vector<std::string> steps;
-      for (auto step :
-           stage.getAs<ArrayAttr>("steps").getAsValueRange<StringAttr>())
+      for (const PipelineStep &step : stage.getSteps())
         steps.push_back(step.str());
       auto offsets = fbb.CreateVectorOfStrings(steps);
-      stages.push_back(schema::CreatePipelineStage(
-          fbb, stage.getAs<IntegerAttr>("stage").getInt(), offsets));
+      stages.push_back(
+          schema::CreatePipelineStage(fbb, stage.getStage(), offsets));
     }
   auto axisOffsets = fbb.CreateVectorOfStrings(axes);
   auto sizeOffsets = fbb.CreateVector(sizes);
@@ -317,13 +316,24 @@ LogicalResult importParallelism(const schema::Parallelism &parallelism,
   SmallVector<Attribute> stages;
   if (parallelism.pp_steps())
     for (const schema::PipelineStage *stage : *parallelism.pp_steps()) {
-      SmallVector<Attribute> steps;
+      SmallVector<PipelineStep> steps;
       if (stage->steps())
-        for (const fb::String *step : *stage->steps())
-          steps.push_back(b.getStringAttr(str(step)));
-      stages.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("stage", b.getI64IntegerAttr(stage->stage())),
-           b.getNamedAttr("steps", b.getArrayAttr(steps))}));
+        for (const fb::String *text : *stage->steps()) {
+          std::optional<PipelineStep> step = parsePipelineStep(str(text));
+          if (!step)
+            return emitError(model->getLoc())
+                   << "plan.bin pipeline stage " << stage->stage()
+                   << " has step '" << str(text)
+                   << "', not F<micro-batch> or B<micro-batch> with an "
+                      "optional .c<chunk>";
+          steps.push_back(*step);
+        }
+      auto attr = PipelineStepsAttr::getChecked(
+          [&] { return emitError(model->getLoc()); }, b.getContext(),
+          int64_t(stage->stage()), ArrayRef<PipelineStep>(steps));
+      if (!attr)
+        return failure();
+      stages.push_back(attr);
     }
   FailureOr<PpSchedule> schedule =
       readEnumName<PpSchedule, getMaxEnumValForPpSchedule()>(
@@ -360,7 +370,7 @@ public:
   llvm::StringMap<Operation *> byPath;
 
   LogicalResult readModules();
-  void readStacks();
+  LogicalResult readStacks();
   LogicalResult readParams();
   LogicalResult readTies();
   LogicalResult readGrids();
@@ -444,16 +454,21 @@ LogicalResult PlanReader::readModules() {
   return success();
 }
 
-void PlanReader::readStacks() {
+LogicalResult PlanReader::readStacks() {
   if (!plan.stacks())
-    return;
+    return success();
   SmallVector<Attribute> stacks;
-  for (const schema::Stack *stack : *plan.stacks())
-    stacks.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", b.getStringAttr(str(stack->name()))),
-         b.getNamedAttr("path", b.getStringAttr(str(stack->path()))),
-         b.getNamedAttr("layers", b.getI64IntegerAttr(stack->layers()))}));
+  for (const schema::Stack *stack : *plan.stacks()) {
+    auto attr = LayerStackAttr::getChecked(
+        [&] { return emitError(model->getLoc()) << "plan.bin: "; },
+        b.getContext(), str(stack->name()), str(stack->path()),
+        int64_t(stack->layers()));
+    if (!attr)
+      return failure();
+    stacks.push_back(attr);
+  }
   model->setAttr(kStacksAttrName, b.getArrayAttr(stacks));
+  return success();
 }
 
 LogicalResult PlanReader::readParams() {
@@ -619,10 +634,8 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
     return nullptr;
 
   PlanReader reader(*plan, model, fileLoc);
-  if (failed(reader.readModules()))
-    return nullptr;
-  reader.readStacks();
-  if (failed(reader.readParams()) || failed(reader.readTies()) ||
+  if (failed(reader.readModules()) || failed(reader.readStacks()) ||
+      failed(reader.readParams()) || failed(reader.readTies()) ||
       failed(reader.readGrids()) || failed(reader.readFsdpUnits()))
     return nullptr;
   reader.readPrediction();

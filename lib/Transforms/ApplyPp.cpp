@@ -36,13 +36,7 @@ constexpr llvm::StringLiteral kChunkAttr = kPpChunkAttrName;
 constexpr llvm::StringLiteral kScheduleAttr = kPpScheduleAttrName;
 constexpr llvm::StringLiteral kTiedAttr = kPpTiedCopiesAttrName;
 
-/// One step of a stage's schedule: forward or backward of a micro-batch on a
-/// local model chunk.
-struct Step {
-  bool forward;
-  int64_t microBatch;
-  int64_t chunk;
-};
+using Step = PipelineStep;
 
 /// GPipe: every forward, then every backward.
 SmallVector<Step> gpipe(int64_t m) {
@@ -290,20 +284,9 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
       SmallVector<Step> steps = schedule == PpSchedule::Gpipe ? gpipe(m)
                                 : isInterleaved     ? interleaved(p, s, v, m)
                                                     : oneFOneB(p, s, m);
-      SmallVector<Attribute> names;
-      for (const Step &step : steps) {
-        std::string name =
-            (step.forward ? "F" : "B") + std::to_string(step.microBatch);
-        if (isInterleaved)
-          name += ".c" + std::to_string(step.chunk);
-        names.push_back(b.getStringAttr(name));
-      }
-      int64_t peak = maxInFlight(steps);
-      inFlight.push_back(peak);
-      schedules.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("stage", b.getI64IntegerAttr(s)),
-           b.getNamedAttr("steps", b.getArrayAttr(names)),
-           b.getNamedAttr("max_in_flight", b.getI64IntegerAttr(peak))}));
+      inFlight.push_back(maxInFlight(steps));
+      schedules.push_back(PipelineStepsAttr::get(b.getContext(), s,
+                                                 ArrayRef<PipelineStep>(steps)));
     }
     double bubble = double(p - 1) / double((isInterleaved ? v : 1) * m);
     model->setAttr(kPlanAttr,

@@ -51,5 +51,5 @@ parc.model @undiscovered class "M" {
 
 // expected-remark@+2 {{full remat on 0 of 0 layers}}
 // expected-error@+1 {{no layer is in scope in @wrong_scope (stacks searched: model.vision (vision))}}
-parc.model @wrong_scope class "M" attributes {parc.stacks = [{layers = 0 : i64, name = "vision", path = "model.vision"}]} {
+parc.model @wrong_scope class "M" attributes {parc.stacks = [#parc.stack<name = "vision", path = "model.vision", layers = 0>]} {
 }

@@ -10,7 +10,7 @@
 
 // -----
 
-parc.model @heads class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @heads class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   parc.module @model "Model" composite {
     parc.module @layers "ModuleList" list {
       parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
@@ -54,7 +54,7 @@ parc.model @heads class "M" attributes {parc.stacks = [{layers = 1 : i64, name =
 
 // -----
 
-parc.model @kv class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "model.layers"}]} {
+parc.model @kv class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 2>]} {
   parc.module @model "Model" composite {
     parc.module @layers "ModuleList" list {
       parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
@@ -127,7 +127,7 @@ parc.model @kv class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "l
 
 // -----
 
-parc.model @ffn class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @ffn class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   parc.module @model "Model" composite {
     parc.module @layers "ModuleList" list {
       parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
@@ -171,7 +171,7 @@ parc.model @ffn class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "
 // -----
 
 // A norm over the whole query projection needs whole 16-wide groups per rank.
-parc.model @groups class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @groups class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   parc.module @model "Model" composite {
     parc.module @layers "ModuleList" list {
       parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
@@ -220,7 +220,7 @@ parc.model @groups class "M" attributes {parc.stacks = [{layers = 1 : i64, name 
 
 // With a parc.hf_config the refusal names the config key, and a note points
 // at the config's line (no column: its excerpt would be the whole dictionary).
-parc.model @config class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @config class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   // expected-note@+1 {{num_key_value_heads = 2 in the imported config (hf:test)}}
   parc.hf_config "hf:test" {num_attention_heads = 8 : i64, num_key_value_heads = 2 : i64} defaulted []
   parc.module @model "Model" composite {
@@ -257,7 +257,7 @@ parc.model @config class "M" attributes {parc.stacks = [{layers = 1 : i64, name 
 
 // A tie group is one tensor: its members cannot be split two ways. The error
 // is on the tie, with a note at each of the two parameters.
-parc.model @tied class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @tied class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   parc.module @model "Model" composite {
     parc.module @layers "ModuleList" list {
       parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
@@ -299,7 +299,7 @@ parc.model @nolayers class "M" {
 // -----
 
 // A column-parallel linear's output passed to another module.
-parc.model @split_call class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @split_call class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   parc.module @model "Model" composite {
     parc.module @layers "ModuleList" list {
       parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {

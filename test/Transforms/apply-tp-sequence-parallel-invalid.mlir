@@ -9,7 +9,7 @@
 // propagates each value's split through the forwards (TpShardingOpInterface)
 // and reports the op where a rule does not hold, by location.
 
-parc.model @mixed class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @mixed class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   parc.module @model "Model" composite {
     parc.module @embed "Embedding" leaf {
       parc.param @weight : tensor<100x16xf32>
@@ -47,7 +47,7 @@ parc.model @mixed class "M" attributes {parc.stacks = [{layers = 1 : i64, name =
 
 // -----
 
-parc.model @twice class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @twice class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   parc.module @model "Model" composite {
     parc.module @embed "Embedding" leaf {
       parc.param @weight : tensor<100x16xf32>
@@ -86,7 +86,7 @@ parc.model @twice class "M" attributes {parc.stacks = [{layers = 1 : i64, name =
 
 // -----
 
-parc.model @noloss class "M" attributes {parc.stacks = [{layers = 1 : i64, name = "language", path = "model.layers"}]} {
+parc.model @noloss class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 1>]} {
   parc.module @model "Model" composite {
     parc.module @embed "Embedding" leaf {
       parc.param @weight : tensor<100x16xf32>

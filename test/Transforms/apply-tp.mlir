@@ -137,7 +137,7 @@
 // NO-OUT: warning: apply-tp: no linear consumes the parc.attention output in model.layers.1; its projections stay replicated
 // NO-OUT: remark: TP 2: 2 column-parallel, 2 row-parallel, 2 replicated linears; vocab 100 padded to 100;
 
-parc.model @tp class "TpForCausalLM" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "model.layers"}]} {
+parc.model @tp class "TpForCausalLM" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 2>]} {
   parc.module @model "TpModel" composite {
     parc.module @embed "Embedding" leaf {
       parc.param @weight : tensor<101x16xf32>

@@ -9,7 +9,7 @@
 // stack; draft.layers, not named, is not tagged.
 
 // CHECK-LABEL: parc.model @hybrid
-// CHECK-SAME: parc.stacks = [{layers = 3 : i64, name = "language", path = "model.layers"}, {layers = 2 : i64, name = "vision", path = "vision.layers"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 3>, #parc.stack<name = "vision", path = "vision.layers", layers = 2>]
 // CHECK: parc.module @"0" "EncoderLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "vision"}
 // CHECK: parc.module @"1" "EncoderLayer" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "vision"}
 // CHECK: parc.module @"0" "AttentionLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
@@ -28,7 +28,7 @@
 // OVERLAP: note: stack override 'model' names this module
 // OVERLAP-NEXT: parc.module @model "TextModel" composite {
 
-// REDISCOVER: parc.stacks = [{layers = 2 : i64, name = "vision", path = "vision.layers"}, {layers = 1 : i64, name = "language", path = "model.layers"}, {layers = 1 : i64, name = "language_1", path = "model.layers"}, {layers = 1 : i64, name = "language_2", path = "model.layers"}, {layers = 1 : i64, name = "language_3", path = "draft.layers"}]
+// REDISCOVER: parc.stacks = [#parc.stack<name = "vision", path = "vision.layers", layers = 2>, #parc.stack<name = "language", path = "model.layers", layers = 1>, #parc.stack<name = "language_1", path = "model.layers", layers = 1>, #parc.stack<name = "language_2", path = "model.layers", layers = 1>, #parc.stack<name = "language_3", path = "draft.layers", layers = 1>]
 
 // expected-remark @+2 {{3 layers in model.layers (language)}}
 // expected-remark @+1 {{2 layers in vision.layers (vision)}}

@@ -9,7 +9,7 @@
 // a layer.
 
 // CHECK-LABEL: parc.model @plain_list
-// CHECK-SAME: parc.stacks = [{layers = 3 : i64, name = "language", path = "model.layers"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 3>]
 // CHECK-NOT: parc.stack =
 // CHECK: parc.module @"0" "DecoderLayer" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
 // CHECK-NOT: parc.stack =
@@ -75,7 +75,7 @@ parc.model @plain_list class "TinyForCausalLM" {
 // them, are the same stack.
 
 // CHECK-LABEL: parc.model @numeric_dict
-// CHECK-SAME: parc.stacks = [{layers = 3 : i64, name = "language", path = "model.layers"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 3>]
 // CHECK: parc.module @layers "ModuleDict" dict {
 // CHECK-NEXT: parc.module @"0" "DecoderLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
 // CHECK: parc.module @"1" "DecoderLayer" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"}
@@ -115,7 +115,7 @@ parc.model @numeric_dict class "TinyForCausalLM" {
 // that holds only these layers.
 
 // CHECK-LABEL: parc.model @sequential_in_list
-// CHECK-SAME: parc.stacks = [{layers = 3 : i64, name = "language", path = "model.layers"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 3>]
 // CHECK: parc.module @"0" "Sequential" sequential {
 // CHECK-NEXT: parc.module @"0" "DecoderLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
 // CHECK: parc.module @"1" "DecoderLayer" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"}
@@ -159,7 +159,7 @@ parc.model @sequential_in_list class "TinyForCausalLM" {
 // string keys: still one stack, named by the dict.
 
 // CHECK-LABEL: parc.model @list_in_sequential_in_dict
-// CHECK-SAME: parc.stacks = [{layers = 3 : i64, name = "language", path = "model.stages"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "language", path = "model.stages", layers = 3>]
 // CHECK: parc.module @first "Sequential" sequential {
 // CHECK-NEXT: parc.module @"0" "ModuleList" list {
 // CHECK-NEXT: parc.module @"0" "DecoderLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
@@ -209,7 +209,7 @@ parc.model @list_in_sequential_in_dict class "TinyForCausalLM" {
 // holding the layer names it.
 
 // CHECK-LABEL: parc.model @one_layer
-// CHECK-SAME: parc.stacks = [{layers = 1 : i64, name = "language", path = "layers"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 1>]
 // CHECK: parc.module @"0" "DecoderLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
 // expected-remark @+1 {{1 layer in layers (language)}}
 parc.model @one_layer class "TinyForCausalLM" {
@@ -231,7 +231,7 @@ parc.model @one_layer class "TinyForCausalLM" {
 // two stacks in pre-order, named by their attention's causality.
 
 // CHECK-LABEL: parc.model @vision_language
-// CHECK-SAME: parc.stacks = [{layers = 2 : i64, name = "vision", path = "vision_tower.encoder.layers"}, {layers = 2 : i64, name = "language", path = "language_model.layers"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "vision", path = "vision_tower.encoder.layers", layers = 2>, #parc.stack<name = "language", path = "language_model.layers", layers = 2>]
 // CHECK: parc.module @"0" "EncoderLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "vision"}
 // CHECK: parc.module @"1" "EncoderLayer" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "vision"}
 // CHECK: parc.module @"0" "DecoderLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
@@ -284,7 +284,7 @@ parc.model @vision_language class "TinyForConditionalGeneration" {
 // values are its keys (no v_proj) and a different head_dim: one stack.
 
 // CHECK-LABEL: parc.model @mixed_attention
-// CHECK-SAME: parc.stacks = [{layers = 3 : i64, name = "language", path = "model.layers"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 3>]
 // CHECK: parc.module @"0" "DecoderLayer" composite attributes {layer_type = "sliding_attention", parc.layer_index = 0 : i64, parc.stack = "language"}
 // CHECK: parc.module @"1" "DecoderLayer" composite attributes {layer_type = "full_attention", parc.layer_index = 1 : i64, parc.stack = "language"}
 // CHECK: parc.module @"2" "DecoderLayer" composite attributes {layer_type = "sliding_attention", parc.layer_index = 2 : i64, parc.stack = "language"}
@@ -350,7 +350,7 @@ parc.model @mixed_attention class "TinyForCausalLM" {
 // numbered. Both are held by the same list, which names them.
 
 // CHECK-LABEL: parc.model @two_classes
-// CHECK-SAME: parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}, {layers = 1 : i64, name = "language_1", path = "layers"}]
+// CHECK-SAME: parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 2>, #parc.stack<name = "language_1", path = "layers", layers = 1>]
 // CHECK: parc.module @"0" "DenseLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
 // CHECK: parc.module @"1" "DenseLayer" leaf attributes {parc.layer_index = 1 : i64, parc.stack = "language"}
 // CHECK: parc.module @"2" "SparseLayer" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language_1"}

@@ -39,7 +39,7 @@ parc.model @undiscovered class "M" {
 
 // Not yet planned: no FSDP units.
 // expected-error@+1 {{lower-to-schedule: @unsharded has no FSDP plan: run --apply-fsdp first (shards=1 for unsharded parameters)}}
-parc.model @unsharded class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}]} {
+parc.model @unsharded class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 2>]} {
   parc.module @layers "ModuleList" list {
     parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
       parc.param @w : tensor<4x4xf32>
@@ -69,7 +69,7 @@ parc.model @unsharded class "M" attributes {parc.stacks = [{layers = 2 : i64, na
 
 // The pipeline grid disagrees with parc.pp.
 // expected-error@+1 {{lower-to-schedule: parc.pp has 2 stages but shard.grid @pp has 0 ranks: run --apply-pp again}}
-parc.model @no_pp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+parc.model @no_pp_grid class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 2>], parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, B0]>, #parc.pp_steps<stage = 1, steps = [F0, B0]>]} {
   shard.grid @fsdp(shape = 1)
   parc.module @layers "ModuleList" list {
     parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language", parc.pp_stage = 0 : i64} {
@@ -106,7 +106,7 @@ parc.model @no_pp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, n
 
 // -----
 
-parc.model @off_stage class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+parc.model @off_stage class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 2>], parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, B0]>, #parc.pp_steps<stage = 1, steps = [F0, B0]>]} {
   shard.grid @fsdp(shape = 1)
   shard.grid @pp(shape = 2)
   parc.module @layers "ModuleList" list {
@@ -146,7 +146,7 @@ parc.model @off_stage class "M" attributes {parc.stacks = [{layers = 2 : i64, na
 // -----
 
 // expected-error@+1 {{lower-to-schedule: parc.tp_size = 2 but shard.grid @tp has 0 ranks: run --apply-tp again}}
-parc.model @no_tp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.tp_size = 2 : i64} {
+parc.model @no_tp_grid class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 2>], parc.tp_size = 2 : i64} {
   shard.grid @fsdp(shape = 1)
   parc.module @layers "ModuleList" list {
     parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
@@ -185,7 +185,7 @@ parc.model @no_tp_grid class "M" attributes {parc.stacks = [{layers = 2 : i64, n
 
 // A TP plan whose ops carry no apply-tp record of their splits.
 // expected-error@+1 {{lower-to-schedule: parc.tp_size = 2 but the forward has no parc.tp_shards record: run --apply-tp again}}
-parc.model @no_tp_shards class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}], parc.tp_size = 2 : i64} {
+parc.model @no_tp_shards class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 2>], parc.tp_size = 2 : i64} {
   shard.grid @fsdp(shape = 1)
   shard.grid @tp(shape = 2)
   parc.module @layers "ModuleList" list {

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -51,17 +52,37 @@ StepPeakAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Plan attributes
 //===----------------------------------------------------------------------===//
 
-std::optional<std::tuple<bool, int64_t, int64_t>>
-mlir::parc::parsePipelineStep(StringRef text) {
+std::optional<PipelineStep> mlir::parc::parsePipelineStep(StringRef text) {
   bool forward = text.consume_front("F");
   if (!forward && !text.consume_front("B"))
     return std::nullopt;
   auto [micro, chunk] = text.split(".c");
   int64_t m = 0, c = 0;
   if (micro.getAsInteger(10, m) ||
-      (text.contains(".c") && chunk.getAsInteger(10, c)))
+      (text.contains(".c") && chunk.getAsInteger(10, c)) || m < 0 || c < 0)
     return std::nullopt;
-  return std::make_tuple(forward, m, c);
+  return PipelineStep{forward, m, c};
+}
+
+std::string PipelineStep::str() const {
+  std::string text = (forward ? "F" : "B") + std::to_string(microBatch);
+  if (chunk)
+    text += ".c" + std::to_string(chunk);
+  return text;
+}
+
+FailureOr<PipelineStep>
+mlir::FieldParser<PipelineStep>::parse(AsmParser &parser) {
+  std::string text;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeywordOrString(&text))
+    return failure();
+  if (std::optional<PipelineStep> step = parsePipelineStep(text))
+    return *step;
+  return parser.emitError(loc)
+         << "expected a pipeline step, F<micro-batch> or B<micro-batch> with "
+            "an optional .c<chunk>, got '"
+         << text << "'";
 }
 
 FailureOr<PpSchedule> mlir::parc::parsePpSchedule(AsmParser &parser) {
@@ -110,22 +131,31 @@ LogicalResult PipelinePlanAttr::verify(
   return success();
 }
 
-namespace {
-/// An integer in [lo, hi] under `key` of `dict`, or an error on `op`.
-FailureOr<int64_t> getBoundedInt(Operation *op, StringRef attr,
-                                 DictionaryAttr dict, StringRef key,
-                                 int64_t lo, int64_t hi) {
-  auto value = dict.getAs<IntegerAttr>(key);
-  if (!value)
-    return op->emitOpError() << "'" << attr << "' needs an integer '" << key
-                             << "'";
-  if (value.getInt() < lo || value.getInt() > hi)
-    return op->emitOpError() << "'" << attr << "' " << key << " must be in ["
-                             << lo << ", " << hi << "], got "
-                             << value.getInt();
-  return value.getInt();
+LogicalResult
+LayerStackAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       StringRef name, StringRef path, int64_t layers) {
+  if (name.empty())
+    return emitError() << "#parc.stack needs a name";
+  if (layers < 0 || layers > kMaxLayers)
+    return emitError() << "#parc.stack '" << name << "' has " << layers
+                       << " layers, not in [0, " << kMaxLayers << "]";
+  return success();
 }
 
+LogicalResult
+PipelineStepsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          int64_t stage, ArrayRef<PipelineStep> steps) {
+  if (stage < 0 || stage >= PipelinePlanAttr::kMaxStages)
+    return emitError() << "#parc.pp_steps stage must be in [0, "
+                       << PipelinePlanAttr::kMaxStages << "), got " << stage;
+  for (const PipelineStep &step : steps)
+    if (step.microBatch < 0 || step.chunk < 0)
+      return emitError() << "#parc.pp_steps has a step of a negative "
+                            "micro-batch or chunk";
+  return success();
+}
+
+namespace {
 /// Every stage runs each (micro-batch, chunk) forward once and its backward
 /// once after it; the passes and parc-run rely on nothing else.
 LogicalResult verifyPpSchedule(Operation *op, Attribute value) {
@@ -140,21 +170,18 @@ LogicalResult verifyPpSchedule(Operation *op, Attribute value) {
   if (!entries)
     return op->emitOpError() << "'" << kPpScheduleAttrName
                              << "' must be an array";
-  SmallVector<SmallVector<Attribute>> steps(stages);
+  SmallVector<SmallVector<PipelineStep>> steps(stages);
   for (Attribute entry : entries) {
-    auto dict = dyn_cast<DictionaryAttr>(entry);
-    if (!dict)
+    auto stage = dyn_cast<PipelineStepsAttr>(entry);
+    if (!stage)
       return op->emitOpError() << "'" << kPpScheduleAttrName
-                               << "' entries must be dictionaries";
-    FailureOr<int64_t> stage = getBoundedInt(op, kPpScheduleAttrName, dict,
-                                             "stage", 0, stages - 1);
-    if (failed(stage))
-      return failure();
-    auto list = dict.getAs<ArrayAttr>("steps");
-    if (!list)
-      return op->emitOpError() << "'" << kPpScheduleAttrName
-                               << "' entries need an array 'steps'";
-    llvm::append_range(steps[*stage], list);
+                               << "' entries must be #parc.pp_steps, got "
+                               << entry;
+    if (stage.getStage() >= stages)
+      return op->emitOpError() << "'" << kPpScheduleAttrName << "' has stage "
+                               << stage.getStage() << " of a " << stages
+                               << "-stage '" << kPpPlanAttrName << "'";
+    llvm::append_range(steps[stage.getStage()], stage.getSteps());
   }
   for (int64_t stage = 0; stage < stages; ++stage) {
     auto prefix = [&]() {
@@ -162,23 +189,16 @@ LogicalResult verifyPpSchedule(Operation *op, Attribute value) {
                                << stage << " ";
     };
     SmallVector<int8_t> state(m * v, 0);
-    for (Attribute step : steps[stage]) {
-      auto text = dyn_cast<StringAttr>(step);
-      auto parsed = text ? parsePipelineStep(text.getValue()) : std::nullopt;
-      if (!parsed)
-        return prefix() << "has step " << step
-                        << ", not F<micro-batch> or B<micro-batch> with an "
-                           "optional .c<chunk>";
-      auto [forward, micro, chunk] = *parsed;
-      if (micro < 0 || micro >= m || chunk < 0 || chunk >= v)
-        return prefix() << "runs " << text.getValue() << ", outside the " << m
+    for (const PipelineStep &step : steps[stage]) {
+      if (step.microBatch >= m || step.chunk >= v)
+        return prefix() << "runs " << step.str() << ", outside the " << m
                         << " micro-batches x " << v << " chunks of '"
                         << kPpPlanAttrName << "'";
-      int8_t &seen = state[micro * v + chunk];
-      if (forward ? seen != 0 : seen != 1)
-        return prefix() << "runs " << text.getValue()
-                        << (forward || seen == 2 ? " twice"
-                                                 : " before its forward");
+      int8_t &seen = state[step.microBatch * v + step.chunk];
+      if (step.forward ? seen != 0 : seen != 1)
+        return prefix() << "runs " << step.str()
+                        << (step.forward || seen == 2 ? " twice"
+                                                      : " before its forward");
       seen += 1;
     }
     for (int64_t i = 0; i < m * v; ++i)
@@ -248,6 +268,19 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
         return op->emitOpError() << "'" << name << "' gathers operand "
                                  << operand << " of "
                                  << op->getNumOperands();
+    return success();
+  }
+  if (name == kStacksAttrName) {
+    auto stacks = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!stacks || !llvm::all_of(stacks, llvm::IsaPred<LayerStackAttr>))
+      return op->emitOpError() << "'" << name
+                               << "' must be an array of #parc.stack, got "
+                               << attr.getValue();
+    llvm::StringSet<> names;
+    for (auto stack : stacks.getAsRange<LayerStackAttr>())
+      if (!names.insert(stack.getName()).second)
+        return op->emitOpError() << "'" << name << "' names stack '"
+                                 << stack.getName() << "' twice";
     return success();
   }
   if (name == kRematAttrName && !isa<RematKindAttr>(attr.getValue()))

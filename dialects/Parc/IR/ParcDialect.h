@@ -5,9 +5,11 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Dialect.h"
+#include "llvm/ADT/Hashing.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <optional>
-#include <tuple>
+#include <string>
 
 #include "Parc/IR/ParcDialect.h.inc"
 
@@ -27,13 +29,41 @@ constexpr llvm::StringLiteral kPpPlanAttrName = "parc.pp";
 constexpr llvm::StringLiteral kPpStageAttrName = "parc.pp_stage";
 constexpr llvm::StringLiteral kPpChunkAttrName = "parc.pp_chunk";
 constexpr llvm::StringLiteral kPpScheduleAttrName = "parc.pp_schedule";
+/// The model's layer stacks (#parc.stack, discover-layers) and each layer's
+/// stack name and index in it.
+constexpr llvm::StringLiteral kStacksAttrName = "parc.stacks";
+constexpr llvm::StringLiteral kStackAttrName = "parc.stack";
+constexpr llvm::StringLiteral kLayerIndexAttrName = "parc.layer_index";
 
 
-/// "F3", "B0", "F3.c1", a step of parc.pp_schedule: the forward or backward
-/// of micro-batch 3 (of chunk 1), as (forward, micro-batch, chunk); nothing
-/// when the text is not one.
-std::optional<std::tuple<bool, int64_t, int64_t>>
-parsePipelineStep(llvm::StringRef text);
+/// One step of a stage's pipeline schedule (#parc.pp_steps): the forward or
+/// backward of a micro-batch on one of the stage's model chunks, written
+/// `F3`, `B0`, `B0.c1` (chunk 1; chunk 0 is left out).
+struct PipelineStep {
+  bool forward = true;
+  int64_t microBatch = 0;
+  int64_t chunk = 0;
+
+  bool operator==(const PipelineStep &other) const {
+    return forward == other.forward && microBatch == other.microBatch &&
+           chunk == other.chunk;
+  }
+  /// `F3`, `B0.c1`: as the IR prints it and plan.bin stores it.
+  std::string str() const;
+};
+
+inline llvm::hash_code hash_value(const PipelineStep &step) {
+  return llvm::hash_combine(step.forward, step.microBatch, step.chunk);
+}
+
+inline llvm::raw_ostream &operator<<(llvm::raw_ostream &os,
+                                     const PipelineStep &step) {
+  return os << step.str();
+}
+
+/// `F3`, `B0`, `F3.c1` as a step; nothing when the text is not one (a
+/// negative micro-batch or chunk included).
+std::optional<PipelineStep> parsePipelineStep(llvm::StringRef text);
 
 } // namespace mlir::parc
 

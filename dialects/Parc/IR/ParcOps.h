@@ -16,6 +16,14 @@
 #include "Parc/IR/ParcEnums.h"
 #include "Parc/IR/ParcInterfaces.h"
 
+namespace mlir {
+/// A pipeline step as a bare keyword, `F3` or `B0.c1`.
+template <>
+struct FieldParser<parc::PipelineStep> {
+  static FailureOr<parc::PipelineStep> parse(AsmParser &parser);
+};
+} // namespace mlir
+
 namespace mlir::parc {
 /// Parses a quoted pipeline schedule name ("1f1b").
 FailureOr<PpSchedule> parsePpSchedule(AsmParser &parser);

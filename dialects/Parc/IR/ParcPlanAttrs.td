@@ -117,6 +117,64 @@ def Parc_PipelinePlanAttr : AttrDef<Parc_Dialect, "PipelinePlan"> {
   }];
 }
 
+def Parc_LayerStackAttr : AttrDef<Parc_Dialect, "LayerStack"> {
+  let mnemonic = "stack";
+  let summary = "One stack of repeated layers (discover-layers)";
+  let description = [{
+    An entry of `parc.stacks` on a `parc.model`: the stack `name`
+    ("language", "vision", ...), the dotted `path` of the container that
+    holds its layers, and how many there are. Each layer carries
+    `parc.stack` (the name) and `parc.layer_index`.
+
+    ```mlir
+    parc.stacks = [#parc.stack<name = "language", path = "model.layers",
+                               layers = 32>]
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"stack name">:$name,
+    StringRefParameter<"container's dotted path">:$path,
+    "int64_t":$layers
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// At most as many layers as a config may have (the importer's bound),
+    /// so that nothing sized from the count is unbounded.
+    static constexpr int64_t kMaxLayers = 4096;
+  }];
+}
+
+/// A bracketed list of enum cases, integers or pipeline steps, `[features, full]`.
+class Parc_ListParameter<string element, string desc>
+    : OptionalArrayRefParameter<element, desc> {
+  let parser = "::mlir::parc::parseBracketedList<" # element # ">($_parser)";
+  let printer = "::mlir::parc::printBracketedList($_printer, $_self)";
+}
+
+def Parc_PipelineStepsAttr : AttrDef<Parc_Dialect, "PipelineSteps"> {
+  let mnemonic = "pp_steps";
+  let summary = "One pipeline stage's schedule (apply-pp)";
+  let description = [{
+    An entry of `parc.pp_schedule`: the forwards and backwards stage `stage`
+    runs, in order, each of a micro-batch on one of its model chunks (`.c1`:
+    chunk 1; chunk 0 is left out). The dialect checks the entries against
+    the model's `#parc.pp`: every (micro-batch, chunk) forward once, its
+    backward once after it.
+
+    ```mlir
+    parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, F1, B0, B1]>,
+                        #parc.pp_steps<stage = 1, steps = [F0, B0, F1, B1]>]
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$stage,
+    Parc_ListParameter<"::mlir::parc::PipelineStep", "steps">:$steps
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 /// What one TP rank holds of a value (apply-tp records it on every op).
 def Parc_TpShard : I32EnumAttr<"TpShard", "what a TP rank holds of a value", [
   I32EnumAttrCase<"Full", 0, "full">,
@@ -156,12 +214,6 @@ def Parc_TpComm : I32EnumAttr<"TpComm", "a collective of one op's TP split", [
   let genSpecializedAttr = 0;
 }
 
-/// A bracketed list of enum cases or integers, `[features, full]`.
-class Parc_ListParameter<string element, string desc>
-    : OptionalArrayRefParameter<element, desc> {
-  let parser = "::mlir::parc::parseBracketedList<" # element # ">($_parser)";
-  let printer = "::mlir::parc::printBracketedList($_printer, $_self)";
-}
 
 def Parc_TpShardsAttr : AttrDef<Parc_Dialect, "TpShards"> {
   let mnemonic = "tp_shards";

@@ -20,9 +20,8 @@
 
 namespace mlir::parc {
 
-constexpr llvm::StringLiteral kStacksAttrName = "parc.stacks";
-constexpr llvm::StringLiteral kStackAttrName = "parc.stack";
-constexpr llvm::StringLiteral kLayerIndexAttrName = "parc.layer_index";
+// parc.stacks (#parc.stack), parc.stack and parc.layer_index are named in
+// ParcDialect.h, whose verifier checks them.
 
 struct LayerStack {
   /// "language", "vision", ...

@@ -7,7 +7,7 @@
 //
 //   parc.model  parc.tp_size = 4, parc.tp_sequence_parallel, parc.tp_loss_parallel
 //               parc.pp = #parc.pp<stages, schedule, chunks, microbatches, ...>
-//               parc.pp_schedule = [{stage, steps = ["F0", "B0", ...]}, ...]
+//               parc.pp_schedule = [#parc.pp_steps<stage, steps = [F0, B0, ...]>, ...]
 //   parc.param  parc.tp = #parc.tp<colwise | rowwise | vocab | replicated>,
 //               parc.tp_padded_dim0 (vocab)
 //   layer       parc.pp_stage, parc.pp_chunk (interleaved)
@@ -55,12 +55,8 @@ TpPlan getTpPlan(ModelOp model);
 /// for row-parallel, the whole shape when replicated.
 SmallVector<int64_t> getTpLocalShape(ParamOp param, int64_t tpSize);
 
-/// One step of a stage's pipeline schedule, parsed from "F3" / "B0.c1".
-struct PipelineStep {
-  bool forward = true;
-  int64_t microBatch = 0;
-  int64_t chunk = 0;
-};
+// PipelineStep, one step of a stage's schedule, is the dialect's
+// (ParcDialect.h).
 
 /// The pipeline plan; one stage running F0, B0 when --apply-pp has not run.
 struct PpPlan {

@@ -37,8 +37,9 @@ def DiscoverLayers : Pass<"discover-layers", "::mlir::parc::ModelOp"> {
     attention is causal and `vision` when not (`language_1`, ... for more of
     a kind); its path is the outermost container holding only its layers.
 
-    Records `parc.stacks` on the model and `parc.stack` / `parc.layer_index`
-    on every layer, and remarks each stack. A model without layers is valid:
+    Records `parc.stacks = [#parc.stack<name, path, layers>]` on the model
+    and `parc.stack` / `parc.layer_index` on every layer, and remarks each
+    stack. A model without layers is valid:
     it gets an empty `parc.stacks` and a warning naming the containers
     searched. Running the pass again gives the same IR.
 
@@ -260,11 +261,12 @@ def ApplyPp : Pass<"apply-pp", "::mlir::parc::ModelOp"> {
     Records `shard.grid @pp`, `parc.pp_stage` (and `parc.pp_chunk` when
     interleaved) on each layer, `parc.pp` on the model (stages, schedule,
     chunks, microbatches, stage_layers, stage_costs, in_flight, bubble =
-    (p - 1) / m, or (p - 1) / (v m) interleaved), `parc.pp_schedule`: per
-    stage the ordered steps ("F3", "B0", "F3.c1" for chunk 1) of GPipe,
-    1F1B or Megatron-LM's interleaved 1F1B, with `max_in_flight` counted
-    from the steps, and `parc.pp_tied_copies` for a tie group spanning
-    stages (two copies, gradients all-reduced over pp).
+    (p - 1) / m, or (p - 1) / (v m) interleaved; in_flight is counted
+    from the steps), `parc.pp_schedule`: per stage a
+    `#parc.pp_steps<stage, steps = [F3, B0, F3.c1, ...]>` of the ordered
+    steps (`.c1`: chunk 1) of GPipe, 1F1B or Megatron-LM's interleaved
+    1F1B, and `parc.pp_tied_copies` for a tie group spanning stages (two
+    copies, gradients all-reduced over pp).
 
     ```
     parc-opt --discover-layers "--apply-pp=stages=2 schedule=1f1b microbatches=8" m.mlir

@@ -1010,7 +1010,7 @@ parc.model @plan_only class "M" attributes {parc.pp = #parc.pp<stages = 2, sched
 // -----
 
 // expected-error@+1 {{'parc.model' op has 'parc.pp_schedule' without a #parc.pp 'parc.pp'}}
-parc.model @schedule_only class "M" attributes {parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}]} {
+parc.model @schedule_only class "M" attributes {parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, B0]>]} {
 }
 
 // -----
@@ -1053,43 +1053,56 @@ parc.model @pp_dictionary class "M" attributes {parc.pp = {stages = 2 : i64}, pa
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 runs F0 twice}}
-parc.model @twice class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "F0", "B0"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+parc.model @twice class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, F0, B0]>, #parc.pp_steps<stage = 1, steps = [F0, B0]>]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 runs B0 before its forward}}
-parc.model @before_forward class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["B0", "F0"]}]} {
+parc.model @before_forward class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, B0]>, #parc.pp_steps<stage = 1, steps = [B0, F0]>]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 never runs the backward of micro-batch 0}}
-parc.model @never_backward class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}, {stage = 1 : i64, steps = ["F0"]}]} {
+parc.model @never_backward class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, B0]>, #parc.pp_steps<stage = 1, steps = [F0]>]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 1 never runs the forward of micro-batch 0}}
-parc.model @missing_stage class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}]} {
+parc.model @missing_stage class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, B0]>]} {
 }
 
 // -----
 
 // expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 runs F1, outside the 1 micro-batches x 1 chunks of 'parc.pp'}}
-parc.model @outside class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0", "F1"]}, {stage = 1 : i64, steps = ["F0", "B0"]}]} {
+parc.model @outside class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, B0, F1]>, #parc.pp_steps<stage = 1, steps = [F0, B0]>]} {
 }
 
 // -----
 
-// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' stage must be in [0, 0], got 3}}
-parc.model @stage_range class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 3 : i64, steps = ["F0", "B0"]}]} {
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' has stage 3 of a 1-stage 'parc.pp'}}
+parc.model @stage_range class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 3, steps = [F0, B0]>]} {
 }
 
 // -----
 
-// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' of stage 0 has step "W0", not F<micro-batch> or B<micro-batch> with an optional .c<chunk>}}
-parc.model @bad_step class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "W0"]}]} {
+// expected-error@+2 {{expected a pipeline step, F<micro-batch> or B<micro-batch> with an optional .c<chunk>, got 'W0'}}
+// expected-error@+1 {{failed to parse Parc_PipelineStepsAttr parameter 'steps'}}
+parc.model @bad_step class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, W0]>]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_schedule' entries must be #parc.pp_steps, got {stage = 0 : i64, steps = ["F0", "B0"]}}}
+parc.model @untyped_steps class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{#parc.pp_steps stage must be in [0, 131072), got -1}}
+parc.model @negative_stage class "M" attributes {parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1>, parc.pp_schedule = [#parc.pp_steps<stage = -1, steps = [F0, B0]>]} {
 }
 
 // -----
@@ -1241,4 +1254,28 @@ parc.model @param_huge_dim class "M" {
 parc.model @param_huge class "M" {
   // expected-error@+1 {{'parc.param' op has more than 17592186044416 elements}}
   parc.param @w : tensor<4294967296x4294967296xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.stacks' must be an array of #parc.stack, got [{layers = 2 : i64, name = "language", path = "layers"}]}}
+parc.model @stacks_untyped class "M" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "layers"}]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.stacks' names stack 'language' twice}}
+parc.model @stacks_twice class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "a", layers = 1>, #parc.stack<name = "language", path = "b", layers = 1>]} {
+}
+
+// -----
+
+// expected-error@+1 {{#parc.stack 'language' has 1099511627776 layers, not in [0, 4096]}}
+parc.model @stacks_huge class "M" attributes {parc.stacks = [#parc.stack<name = "language", path = "layers", layers = 1099511627776>]} {
+}
+
+// -----
+
+// expected-error@+1 {{#parc.stack needs a name}}
+parc.model @stacks_unnamed class "M" attributes {parc.stacks = [#parc.stack<name = "", path = "layers", layers = 1>]} {
 }

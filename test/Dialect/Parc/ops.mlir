@@ -174,7 +174,7 @@ parc.model @planned class "M" {
 
 // CHECK-LABEL: parc.model @decided class "M"
 // CHECK-SAME: parc.pp = #parc.pp<stages = 1, schedule = "1f1b", chunks = 1, microbatches = 1, in_flight = [1], bubble = 0.000000e+00 : f64>
-parc.model @decided class "M" attributes {parc.pp = #parc.pp<microbatches = 1, bubble = 0.0 : f64, stages = 1, schedule = "1f1b", chunks = 1, in_flight = [1]>, parc.pp_schedule = [{stage = 0 : i64, steps = ["F0", "B0"]}], parc.tp_size = 2 : i64} {
+parc.model @decided class "M" attributes {parc.pp = #parc.pp<microbatches = 1, bubble = 0.0 : f64, stages = 1, schedule = "1f1b", chunks = 1, in_flight = [1]>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, B0]>], parc.tp_size = 2 : i64} {
   // CHECK: parc.module @layer "Block" leaf attributes {parc.remat = #parc.remat<selective>}
   parc.module @layer "Block" leaf attributes {parc.remat = #parc.remat<selective>} {
     // CHECK-NEXT: parc.param @weight : tensor<8x8xf32> {parc.tp = #parc.tp<colwise>}

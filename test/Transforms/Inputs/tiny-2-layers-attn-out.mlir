@@ -1,4 +1,4 @@
-parc.model @tiny class "TinyForCausalLM" attributes {parc.stacks = [{layers = 2 : i64, name = "language", path = "model.layers"}]} {
+parc.model @tiny class "TinyForCausalLM" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 2>]} {
   parc.module @model "TinyModel" composite {
     parc.module @embed "Embedding" leaf {
       parc.param @weight : tensor<100x16xf32>

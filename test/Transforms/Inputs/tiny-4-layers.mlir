@@ -1,4 +1,4 @@
-parc.model @tiny4 class "TinyForCausalLM" attributes {parc.stacks = [{layers = 4 : i64, name = "language", path = "model.layers"}]} {
+parc.model @tiny4 class "TinyForCausalLM" attributes {parc.stacks = [#parc.stack<name = "language", path = "model.layers", layers = 4>]} {
   parc.module @model "TinyModel" composite {
     parc.module @embed "Embedding" leaf {
       parc.param @weight : tensor<100x16xf32>
