@@ -35,6 +35,11 @@ UnitFootprint mlir::parc::getFootprint(const FsdpUnitSize &size,
     unit.accumulationTransient = size.largestTrainable * size.masterBytes;
   }
   unit.unshardedGradients = size.trainableElements * unit.gradientBytes;
+  // FSDP2 without gradient sync keeps each parameter's unsharded gradient
+  // in the reduce dtype across micro-batches and adds each backward's
+  // (compute dtype) into it.
+  unit.accumulatedGradients = size.trainableElements * size.reduceBytes;
+  unit.producedGradients = size.trainableElements * size.computeBytes;
   // AdamW: first and second moments.
   unit.optimizerState = 2 * trainablePerRank * size.optimBytes;
   return unit;

@@ -232,7 +232,8 @@ LogicalResult mlir::parc::exportPlan(ModelOp model, llvm::raw_ostream &os) {
     units.push_back(schema::CreateFsdpUnitDirect(
         fbb, unit.getSymName().str().c_str(), unit.getPath().str().c_str(),
         grid.c_str(), &sharded, *compute, *master, *reduce, *optim,
-        unit.getReshardAfterForward(), unit.getPrefetch()));
+        unit.getReshardAfterForward(), unit.getPrefetch(),
+        unit.getGradSync() == GradSync::LastMicroBatch));
   }
 
   fb::Offset<schema::Prediction> prediction;
@@ -556,7 +557,10 @@ LogicalResult PlanReader::readFsdpUnits() {
         TypeAttr::get(fromDType(entry->reduce_dtype(), b)),
         TypeAttr::get(fromDType(entry->optim_dtype(), b)),
         b.getBoolAttr(entry->reshard_after_forward()),
-        b.getI64IntegerAttr(entry->prefetch()));
+        b.getI64IntegerAttr(entry->prefetch()),
+        GradSyncAttr::get(b.getContext(), entry->defer_grad_sync()
+                                              ? GradSync::LastMicroBatch
+                                              : GradSync::EveryMicroBatch));
     OpBuilder body =
         OpBuilder::atBlockEnd(&unit.getBodyRegion().emplaceBlock());
     auto sharding = shard::ShardingOp::create(

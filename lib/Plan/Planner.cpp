@@ -88,6 +88,9 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
   fsdp.optimDtype = getMlirDtypeName(request.optimDtype).str();
   fsdp.prefetch = request.fsdpPrefetch;
   fsdp.reshardAfterForward = request.reshardAfterForward;
+  fsdp.gradSync = request.fsdpGradSync == "last-micro-batch"
+                      ? GradSync::LastMicroBatch
+                      : GradSync::EveryMicroBatch;
   pm.addPass(createApplyFsdp(fsdp));
 
   // The per-rank programs plan.bin carries; planning a 405B model for 16k
@@ -506,7 +509,14 @@ void printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
   out << "\n";
   out << "  batch: seq " << request.seqLen << ", micro-batch "
       << request.microBatchSize << ", global batch " << request.globalBatchSize
-      << ", grad accumulation " << request.gradAccumulation << "\n";
+      << ", grad accumulation " << request.gradAccumulation;
+  if (request.gradAccumulation > 1 && request.fsdp * request.dp > 1)
+    out << " (gradients reduce-scattered "
+        << (request.fsdpGradSync == "last-micro-batch"
+                ? "after the last micro-batch"
+                : "every micro-batch")
+        << ")";
+  out << "\n";
   out << "  dtypes: compute " << getRecipeDtypeName(request.computeDtype)
       << ", master " << getRecipeDtypeName(request.masterDtype)
       << ", grad reduce " << getRecipeDtypeName(request.gradReduceDtype)

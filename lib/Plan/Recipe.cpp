@@ -109,6 +109,11 @@ static constexpr RecipeKey kRecipeKeys[] = {
     {"parallel.fsdp_prefetch", "fsdp-prefetch", false, "n",
      "FSDP units gathered ahead of the one computing, in forward and "
      "backward (default 1, FSDP2's)", 64},
+    {"parallel.fsdp_grad_sync", "fsdp-grad-sync", false, "name",
+     "When FSDP reduce-scatters gradients under gradient accumulation: "
+     "every-micro-batch (shards accumulate) or last-micro-batch (unsharded "
+     "gradients accumulate, FSDP2 without gradient sync; NeMo's "
+     "defer_fsdp_grad_sync) (default every-micro-batch)"},
     {"parallel.fsdp_reshard_after_forward", "reshard-after-forward", false,
      "bool",
      "Free each layer's gathered parameters after its forward and gather "
@@ -597,6 +602,8 @@ void RecipeReader::build(PlanRequest &request) {
   readChoice("parallel.fsdp_reshard_after_forward", {"true", "false"},
              reshard);
   request.reshardAfterForward = reshard == "true";
+  readChoice("parallel.fsdp_grad_sync",
+             {"every-micro-batch", "last-micro-batch"}, request.fsdpGradSync);
   std::string sequenceParallel = "false", lossParallel = "false";
   readChoice("parallel.sequence_parallel", {"true", "false"},
              sequenceParallel);

@@ -144,7 +144,8 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
           TypeAttr::get(*master), TypeAttr::get(*reduce), TypeAttr::get(*optim),
           // FSDP2 keeps the root gathered from forward into backward.
           builder.getBoolAttr(!isRoot && reshardAfterForward),
-          builder.getI64IntegerAttr(prefetch));
+          builder.getI64IntegerAttr(prefetch),
+          GradSyncAttr::get(builder.getContext(), gradSync));
       OpBuilder body =
           OpBuilder::atBlockEnd(&op.getBodyRegion().emplaceBlock());
       auto sharding = shard::ShardingOp::create(

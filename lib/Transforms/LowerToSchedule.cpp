@@ -62,6 +62,9 @@ public:
     for (const LayerStep &layer : plan.layers[stage])
       units.push_back({&layer.unit, {}, {}});
     root = {&plan.roots[stage], {}, {}};
+    for (const PipelineStep &step : plan.steps[stage])
+      if (!step.forward)
+        ++backwardsLeft[step.chunk];
   }
 
   void write() {
@@ -98,6 +101,12 @@ private:
     bool holds = false;  // gathered (an axis of size 1 needs no buffer)
     bool waited = false; // its gather has landed (parc.wait)
   };
+
+  /// Whether the unit's gradients wait for the last micro-batch's backward
+  /// to be reduce-scattered (with one shard there is nothing to reduce).
+  bool defers(const UnitState &unit) const {
+    return unit.part->deferSync && plan.shards > 1 && accumulate;
+  }
 
   bool isFirstVirtual(int64_t chunk) const { return stage == 0 && chunk == 0; }
   bool isLastVirtual(int64_t chunk) const {
@@ -219,19 +228,29 @@ private:
     if (rootHeld)
       return 0;
     return mem.root.unshardedGradients - mem.lateRootGradients +
-           (accumulate && !rootShards ? mem.root.shardedGradients : 0);
+           (accumulate && !rootShards && !defers(root)
+                ? mem.root.shardedGradients
+                : 0);
   }
   int64_t lateBytes() const { return lateHeld ? 0 : mem.lateRootGradients; }
 
   void holdRoot(int64_t mb) {
-    if (rootHeld)
+    if (rootHeld) {
+      // Deferred sync: a later micro-batch's root gradients, added into
+      // the held ones before the next compute step.
+      if (defers(root) && rootAddedAt != mb) {
+        rootAddedAt = mb;
+        producedRoot(mem.root.unshardedGradients - mem.lateRootGradients, mb);
+      }
       return;
+    }
+    rootAddedAt = mb;
     rootHeld = true;
     if (Value grads = alloc(AllocKind::Gradients, "", mb,
                             mem.root.unshardedGradients -
                                 mem.lateRootGradients))
       rootGradients.push_back(grads);
-    if (accumulate && !rootShards) {
+    if (accumulate && !rootShards && !defers(root)) {
       rootShards = true;
       alloc(AllocKind::GradientShards, "", std::nullopt,
             mem.root.shardedGradients);
@@ -239,12 +258,30 @@ private:
   }
 
   void holdLate(std::optional<int64_t> mb) {
-    if (lateHeld)
+    if (lateHeld) {
+      if (defers(root) && mb && lateAddedAt != *mb) {
+        lateAddedAt = *mb;
+        producedRoot(mem.lateRootGradients, *mb);
+      }
       return;
+    }
+    if (mb)
+      lateAddedAt = *mb;
     lateHeld = true;
     if (Value grads =
             alloc(AllocKind::Gradients, "", mb, mem.lateRootGradients))
       rootGradients.push_back(grads);
+  }
+
+  /// The compute-dtype share of `bytes` of the root's held gradients, made
+  /// by a backward and added in before the next compute step.
+  void producedRoot(int64_t bytes, int64_t mb) {
+    const UnitFootprint &fp = mem.root;
+    if (fp.gradientBytes <= 0)
+      return;
+    if (Value grads = alloc(AllocKind::Gradients, "", mb,
+                            bytes / fp.gradientBytes * fp.computeBytes))
+      settling.push_back({grads, nullptr});
   }
 
   /// A layer's backward leaves its unsharded gradients (read by its
@@ -254,6 +291,21 @@ private:
     const UnitFootprint *fp = footprint(unit);
     if (!fp)
       return;
+    if (defers(unit)) {
+      // The first backward's gradients become the unit's accumulated ones
+      // (converted to the reduce dtype where it differs); each later
+      // backward's are added in and freed before the next compute step.
+      auto [it, first] = accumulated.try_emplace(&unit);
+      if (first)
+        it->second = alloc(AllocKind::Gradients, unit.part->path, mb,
+                           fp->accumulatedGradients);
+      if (!first || unit.part->compute != unit.part->reduce)
+        if (Value grads = alloc(AllocKind::Gradients, unit.part->path, mb,
+                                fp->producedGradients))
+          settling.push_back({grads, nullptr});
+      // Its gradient shards appear with its one reduce-scatter.
+      return;
+    }
     if (Value grads = alloc(AllocKind::Gradients, unit.part->path, mb,
                             fp->unshardedGradients))
       settling.push_back({grads, &unit});
@@ -314,6 +366,18 @@ private:
     if (&unit == &root) {
       scattering.append(rootGradients);
       rootGradients.clear();
+      if (defers(root) && !rootShards) {
+        rootShards = true;
+        alloc(AllocKind::GradientShards, "", std::nullopt,
+              mem.root.shardedGradients);
+      }
+    }
+    if (Value grads = accumulated.lookup(&unit)) {
+      scattering.push_back(grads);
+      accumulated.erase(&unit);
+      if (const UnitFootprint *fp = footprint(unit))
+        alloc(AllocKind::GradientShards, unit.part->path, std::nullopt,
+              fp->shardedGradients);
     }
     for (auto it = settling.begin(); it != settling.end();)
       if (it->second == &unit) {
@@ -459,6 +523,15 @@ private:
   void backward(const PipelineStep &step, ArrayRef<size_t> chunk) {
     int64_t mb = step.microBatch;
     IntegerAttr mbAttr = indices[mb], chunkA = chunkAttr(step.chunk);
+    // Under deferred gradient sync a unit reduce-scatters after its chunk's
+    // last backward, all micro-batches' gradients at once.
+    bool lastBackward = --backwardsLeft[step.chunk] == 0;
+    auto scatter = [&](UnitState &unit) {
+      if (!defers(unit))
+        reduceScatter(unit, mb);
+      else if (lastBackward)
+        reduceScatter(unit, std::nullopt);
+    };
     if (isLastVirtual(step.chunk)) {
       ready(nullptr);
       settle();
@@ -521,7 +594,7 @@ private:
         FreeOp::create(b, loc, it->second);
         saved.erase(it);
       }
-      reduceScatter(unit, mb);
+      scatter(unit);
       release(unit);
     }
     if (isFirstVirtual(step.chunk)) {
@@ -537,7 +610,7 @@ private:
       tpCollectives(ArrayRef(plan.rootTp.backward).take_front(headBackward),
                     true, "", mb, plan.seq);
       if (plan.stages == 1) {
-        reduceScatter(root, mb);
+        scatter(root);
         release(root);
         rootGathered = false;
       }
@@ -615,7 +688,13 @@ private:
   /// The root's gradients while held, and whether its shards exist.
   SmallVector<Value> rootGradients;
   bool rootHeld = false, lateHeld = false, rootShards = false;
+  /// The micro-batch whose root (and embedding) gradients were last added.
+  int64_t rootAddedAt = -1, lateAddedAt = -1;
   llvm::DenseSet<UnitState *> backwarded, scatteredOnce;
+  /// Deferred gradient sync: each unit's accumulated unsharded gradients,
+  /// and the backwards of each chunk still to run on this stage.
+  llvm::DenseMap<UnitState *, Value> accumulated;
+  std::map<int64_t, int64_t> backwardsLeft;
   /// What the loss keeps for its backward, per micro-batch.
   std::map<int64_t, SmallVector<Value>> tailKept;
   std::map<std::pair<size_t, int64_t>, Value> saved;

@@ -263,6 +263,7 @@ struct PlanReader {
       unit.path = path.str();
       unit.prefetch = unitOp.getPrefetch();
       unit.reshardAfterForward = unitOp.getReshardAfterForward();
+      unit.deferSync = unitOp.getGradSync() == GradSync::LastMicroBatch;
       unit.compute = unitOp.getComputeDtype();
       unit.master = unitOp.getMasterDtype();
       unit.reduce = unitOp.getReduceDtype();

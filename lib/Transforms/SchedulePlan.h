@@ -33,6 +33,9 @@ struct UnitPart {
   int64_t gradElements = 0;   // unsharded, its trainable parameters
   int64_t prefetch = 1;
   bool reshardAfterForward = true;
+  /// Reduce-scattered after the last micro-batch only
+  /// (#parc.grad_sync<last_micro_batch>).
+  bool deferSync = false;
   Type compute, master, reduce;
 };
 

@@ -215,6 +215,7 @@ private:
   std::vector<at::Tensor> &valuesOf(int64_t micro);
   std::vector<at::Tensor> &gradsOf(int64_t micro);
   void accumulate(at::Tensor &into, const at::Tensor &grad);
+  void fold(int u, Binding &binding);
   void consumed(int64_t micro, int value);
 
   Executor &exec;
@@ -238,6 +239,13 @@ private:
   std::map<int, Scatter> scatters;
   std::map<int, int> latestGather;
   std::map<Key, Binding> bindings;
+  /// Units one reduce-scatter reads for every micro-batch (deferred
+  /// gradient sync, or the root under PP), from decode(); and, per such
+  /// unit, its gradients folded so far, in the reduce dtype: one
+  /// accumulated gradient per parameter rather than one per micro-batch,
+  /// as FSDP2 keeps without gradient sync and as the lowering counts.
+  std::set<int> foldingUnits;
+  std::map<int, std::vector<at::Tensor>> folded;
   std::map<Key, Flight> flights;
   /// By (virtual boundary, micro-batch).
   std::map<Key, std::vector<Message>> sentAt, receivedAt;

@@ -440,6 +440,29 @@ void Executor::Interpreter::backward(size_t index, int s, int64_t micro) {
         leaf.mutable_grad() = at::Tensor();
       }
     }
+  else
+    for (int u : unitsOf(seg))
+      if (foldingUnits.count(u))
+        fold(u, bindings[{u, micro}]);
+}
+
+/// Adds the binding's gradients into unit `u`'s folded ones (the first
+/// become them, converted to the reduce dtype) and drops them.
+void Executor::Interpreter::fold(int u, Binding &binding) {
+  const FsdpUnit &unit = exec.fsdpUnits[u];
+  std::vector<at::Tensor> &into = folded[u];
+  into.resize(binding.leaves.size());
+  for (size_t i = 0; i < binding.leaves.size(); ++i) {
+    at::Tensor &leaf = binding.leaves[i];
+    if (!leaf.grad().defined())
+      continue;
+    at::Tensor grad = leaf.grad().to(unit.reduce);
+    leaf.mutable_grad() = at::Tensor();
+    if (into[i].defined())
+      into[i].add_(grad);
+    else
+      into[i] = grad;
+  }
 }
 
 /// Starts reducing the gradients of unit `u`'s micro-batch `micro` (-1:
@@ -447,6 +470,11 @@ void Executor::Interpreter::backward(size_t index, int s, int64_t micro) {
 void Executor::Interpreter::reduceScatter(int u, int64_t micro, int tensor) {
   FsdpUnit &unit = exec.fsdpUnits[u];
   std::vector<at::Tensor> sum(unit.slots.size());
+  if (auto it = folded.find(u); it != folded.end()) {
+    for (size_t i = 0; i < it->second.size() && i < sum.size(); ++i)
+      accumulate(sum[i], it->second[i]);
+    folded.erase(it);
+  }
   for (auto it = bindings.begin(); it != bindings.end();) {
     if (it->first.first != u || (micro >= 0 && it->first.second != micro)) {
       ++it;
@@ -570,6 +598,7 @@ void Executor::Interpreter::decode(const plan::Program &program) {
   stepSegment.assign(count, -1);
   tensorStep.clear();
   buffers.clear();
+  foldingUnits.clear();
   for (unsigned i = 0; i < count; ++i) {
     const plan::Step &step = *steps->Get(i);
     switch (step.kind()) {
@@ -601,6 +630,9 @@ void Executor::Interpreter::decode(const plan::Program &program) {
                step.operand() >= 0) {
       // The dp all-reduce reads the reduce-scatter's result: its unit.
       buffer = buffers[step.operand()];
+      if (buffer.kind == plan::BufferKind::Gradient && buffer.unit >= 0 &&
+          buffer.micro < 0)
+        foldingUnits.insert(buffer.unit);
     }
   }
   decoded = &program;
@@ -739,6 +771,7 @@ double Executor::Interpreter::run(const plan::Program &program,
   gathers.clear();
   latestGather.clear();
   bindings.clear();
+  folded.clear();
   flights.clear();
   sentAt.clear();
   receivedAt.clear();

@@ -4,6 +4,7 @@
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-pp=stages=2 schedule=interleaved-1f1b chunks=2 microbatches=2" --apply-fsdp=shards=1 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-tp=size=2 --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=TP
 // RUN: parc-opt %S/Inputs/tiny-2-layers-attn-out.mlir "--apply-tp=size=2 sequence-parallel=true" --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" 2>&1 | FileCheck %s --check-prefix=SP
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=2 grad-sync=last-micro-batch" "--lower-to-schedule=seq=8 grad-accum=2" 2>&1 | FileCheck %s --check-prefix=DEFER
 // Re-running replaces the programs.
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--lower-to-schedule=seq=8" --lower-to-schedule 2>/dev/null | FileCheck %s --check-prefix=AGAIN
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--lower-to-schedule=seq=8 max-norm=0.5" 2>/dev/null | FileCheck %s --check-prefix=CLIP
@@ -287,3 +288,30 @@
 // NOCLIP-LABEL: parc.program @all_ranks
 // NOCLIP-NOT: parc.clip_grad_norm
 // NOCLIP: parc.optimizer_step params 2032
+
+// FSDP 2, gradients reduce-scattered after the last micro-batch: micro-batch
+// 0's backward keeps each unit's unsharded fp32 gradients (1232 x 4 = 4928
+// bytes a layer) and issues no reduce-scatter; micro-batch 1 folds its
+// gradients into them, and one reduce-scatter a unit, of the whole
+// accumulated buffer (no micro-batch), frees them when it completes.
+// DEFER-LABEL: parc.program @all_ranks ranks 2 covers {} micro_batches 2
+// DEFER: parc.backward_step "model.layers.1" micro_batch 0
+// DEFER-NEXT: %[[ACC1:.*]] = parc.alloc gradients "model.layers.1" micro_batch 0 : tensor<4928xi8>
+// DEFER-NOT: shard.reduce_scatter
+// DEFER: parc.backward_step "model.layers.0" micro_batch 0
+// DEFER-NEXT: %[[ACC0:.*]] = parc.alloc gradients "model.layers.0" micro_batch 0 : tensor<4928xi8>
+// DEFER-NOT: shard.reduce_scatter
+// DEFER: parc.backward_step "model.layers.1" micro_batch 1
+// DEFER: %[[G1:.*]] = parc.buffer gradient "model.layers.1" : tensor<1232xf32>
+// DEFER-NEXT: %[[R1:.*]] = shard.reduce_scatter %[[G1]] on @fsdp
+// DEFER: parc.backward_step "model.layers.0" micro_batch 1
+// DEFER: parc.wait %[[R1]] : tensor<616xf32>
+// DEFER-NEXT: parc.free %[[ACC1]] : tensor<4928xi8>
+// DEFER-NEXT: %[[G0:.*]] = parc.buffer gradient "model.layers.0" : tensor<1232xf32>
+// DEFER-NEXT: %[[R0:.*]] = shard.reduce_scatter %[[G0]] on @fsdp
+// DEFER: parc.wait %[[R0]] : tensor<616xf32>
+// DEFER-NEXT: parc.free %[[ACC0]] : tensor<4928xi8>
+// DEFER-NEXT: %[[GR:.*]] = parc.buffer gradient "" : tensor<1600xf32>
+// DEFER-NEXT: shard.reduce_scatter %[[GR]] on @fsdp
+// DEFER-NOT: shard.reduce_scatter
+// DEFER: parc.optimizer_step

@@ -449,7 +449,10 @@ def Parc_FsdpUnitOp : Parc_Op<"fsdp_unit", [
     path ("" for the root). The body shards each parameter with
     `parc.shard_param` on a `shard.grid`. The dtypes are the mixed-precision
     policy: unsharded compute copy, sharded master copy, gradient reduction,
-    optimizer moments.
+    optimizer moments. `grad_sync` says when the unit's gradients are
+    reduce-scattered under gradient accumulation (after every micro-batch,
+    the default, or only after the last, keeping the unsharded gradients
+    across micro-batches as FSDP2 does without gradient sync).
 
     ```mlir
     shard.grid @fsdp(shape = 8)
@@ -465,7 +468,10 @@ def Parc_FsdpUnitOp : Parc_Op<"fsdp_unit", [
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$path,
                        TypeAttr:$compute_dtype, TypeAttr:$master_dtype,
                        TypeAttr:$reduce_dtype, TypeAttr:$optim_dtype,
-                       BoolAttr:$reshard_after_forward, I64Attr:$prefetch);
+                       BoolAttr:$reshard_after_forward, I64Attr:$prefetch,
+                       DefaultValuedAttr<Parc_GradSyncAttr,
+                           "::mlir::parc::GradSync::EveryMicroBatch">:
+                           $grad_sync);
   let regions = (region SizedRegion<1>:$bodyRegion);
   let assemblyFormat = [{
     $sym_name `path` $path attr-dict-with-keyword $bodyRegion

@@ -34,6 +34,25 @@ def Parc_RematKindAttr : EnumAttr<Parc_Dialect, Parc_RematKind, "remat"> {
 }
 
 /// How apply-tp splits a parameter over the TP ranks.
+/// When FSDP reduce-scatters a unit's gradients under gradient
+/// accumulation (apply-fsdp's grad-sync).
+def Parc_GradSync : I32EnumAttr<"GradSync", "FSDP gradient sync", [
+  /// After every micro-batch's backward: the gradients accumulate sharded.
+  I32EnumAttrCase<"EveryMicroBatch", 0, "every_micro_batch">,
+  /// After the last micro-batch's only: the unsharded gradients accumulate
+  /// across micro-batches in the reduce dtype (FSDP2 under
+  /// set_requires_gradient_sync(False), NeMo's defer_fsdp_grad_sync).
+  I32EnumAttrCase<"LastMicroBatch", 1, "last_micro_batch">
+]> {
+  let cppNamespace = "::mlir::parc";
+  let genSpecializedAttr = 0;
+}
+
+def Parc_GradSyncAttr : EnumAttr<Parc_Dialect, Parc_GradSync, "grad_sync"> {
+  let summary = "When an FSDP unit's gradients are reduce-scattered";
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Parc_TpRole : I32EnumAttr<"TpRole", "tensor-parallel role of a parameter",
     [
   I32EnumAttrCase<"Colwise", 0, "colwise">,

@@ -27,6 +27,11 @@ struct UnitFootprint : FsdpUnitPlace {
   int64_t shardedGradients = 0;
   int64_t unshardedGradients = 0; // compute dtype (+ reduce copy)
   int64_t gradientBytes = 0;      // per unsharded gradient element
+  /// Deferred gradient sync: the unsharded gradients accumulated across
+  /// micro-batches (reduce dtype), and what each backward produces before
+  /// adding it in (compute dtype).
+  int64_t accumulatedGradients = 0;
+  int64_t producedGradients = 0;
   int64_t optimizerState = 0;
   int64_t computeBytes = 2; // bytes per activation element
   /// Without FSDP, once .grad holds an earlier micro-batch's gradients, a

@@ -10,7 +10,8 @@
 //             master_dtype, grad_reduce_dtype, optim_dtype, optimizer, frozen
 //   cluster:  hardware, nodes, gpus_per_node | gpus
 //   parallel: dp, fsdp, tp, pp, pp_schedule, pp_chunks, pp_split, microbatches,
-//             fsdp_prefetch, fsdp_reshard_after_forward, sequence_parallel,
+//             fsdp_prefetch, fsdp_reshard_after_forward, fsdp_grad_sync,
+//             sequence_parallel,
 //             loss_parallel, remat, remat_scope, stacks
 //
 // This header is free of yaml-cpp: yaml-cpp reports errors by throwing, and
@@ -84,6 +85,9 @@ struct PlanRequest {
   /// resharded after its forward (FSDP2's reshard_after_forward).
   int64_t fsdpPrefetch = 1;
   bool reshardAfterForward = true;
+  /// When FSDP reduce-scatters gradients under gradient accumulation:
+  /// "every-micro-batch" or "last-micro-batch" (apply-fsdp's grad-sync).
+  std::string fsdpGradSync = "every-micro-batch";
   bool sequenceParallel = false;
   bool lossParallel = false;
   /// "full", "selective", "every:N" or "none".

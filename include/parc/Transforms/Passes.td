@@ -88,7 +88,10 @@ def ApplyFsdp : Pass<"apply-fsdp", "::mlir::parc::ModelOp"> {
     the parameters outside the layers, shards every parameter along dim 0
     over the `fsdp` grid axis (padding dim 0 up to a multiple of `shards`,
     padding counted), keeps tied parameters in one unit stored once, and
-    records the mixed-precision policy.
+    records the mixed-precision policy, reshard-after-forward, prefetch and
+    gradient sync (`grad_sync = #parc.grad_sync<last_micro_batch>` when
+    gradients are reduce-scattered after the last micro-batch only) on each
+    unit.
   }];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
   let options = [
@@ -101,6 +104,18 @@ def ApplyFsdp : Pass<"apply-fsdp", "::mlir::parc::ModelOp"> {
            /*default=*/"true", "Free unsharded parameters after forward">,
     Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",
            "Units all-gathered ahead of the one computing">,
+    Option<"gradSync", "grad-sync", "::mlir::parc::GradSync",
+           /*default=*/"::mlir::parc::GradSync::EveryMicroBatch",
+           "When gradients are reduce-scattered under gradient accumulation",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::parc::GradSync::EveryMicroBatch,
+                        "every-micro-batch",
+                        "after each micro-batch; shards accumulate"),
+             clEnumValN(::mlir::parc::GradSync::LastMicroBatch,
+                        "last-micro-batch",
+                        "after the last only; unsharded gradients "
+                        "accumulate in the reduce dtype (FSDP2 without "
+                        "gradient sync, NeMo's defer_fsdp_grad_sync)"))}]>,
     Option<"computeDtype", "compute-dtype", "std::string",
            /*default=*/"\"bf16\"", "Dtype of unsharded parameters">,
     Option<"masterDtype", "master-dtype", "std::string",
