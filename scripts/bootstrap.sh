@@ -12,7 +12,7 @@ cd "$root"
 packages=(
   cmake ninja-build g++ python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libyaml-cpp-dev libgtest-dev
+  libyaml-cpp-dev libtomlplusplus-dev libgtest-dev
   libflatbuffers-dev flatbuffers-compiler
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch
 )

@@ -21,7 +21,7 @@ using namespace mlir;
 using namespace mlir::parc;
 namespace json = llvm::json;
 
-std::string mlir::parc::getDefaultHardwareDir(const char *argv0) {
+std::string mlir::parc::getDefaultDataDir(StringRef kind, const char *argv0) {
   // On Linux getMainExecutable reads /proc/self/exe and ignores both
   // arguments; elsewhere it needs argv0 and an address inside the binary.
   static int anchor;
@@ -39,9 +39,13 @@ std::string mlir::parc::getDefaultHardwareDir(const char *argv0) {
     llvm::sys::fs::current_path(dir);
     llvm::sys::path::append(dir, "bin");
   }
-  llvm::sys::path::append(dir, "..", "share", "parc", "hardware");
+  llvm::sys::path::append(dir, "..", "share", "parc", kind);
   llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
   return std::string(dir);
+}
+
+std::string mlir::parc::getDefaultHardwareDir(const char *argv0) {
+  return getDefaultDataDir("hardware", argv0);
 }
 
 namespace {

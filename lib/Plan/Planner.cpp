@@ -526,6 +526,20 @@ void printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
       << (request.frozen.empty() ? std::string("(none)")
                                  : llvm::join(request.frozen, ", "))
       << "\n";
+  if (request.framework != RecipeFramework::Parc) {
+    out << "  recipe: " << getRecipeFrameworkName(request.framework)
+        << " job, its policies: "
+        << (request.reshardAfterForward ? "" : "no ")
+        << "reshard after forward, gradients reduce-scattered "
+        << (request.fsdpGradSync == "last-micro-batch"
+                ? "after the last micro-batch"
+                : "every micro-batch")
+        << "\n";
+    out << "  ignored (no effect on memory or step time): "
+        << (request.ignoredKeys.empty() ? std::string("(none)")
+                                        : llvm::join(request.ignoredKeys, ", "))
+        << "\n";
+  }
   out << "  pipeline: " << outcome.pipeline << "\n";
   if (outcome.memory)
     outcome.memory->print(out);
@@ -596,6 +610,15 @@ void writePlan(llvm::json::OStream &j, const PlanRequest &request,
     j.attribute("optim", getRecipeDtypeName(request.optimDtype));
   });
   j.attribute("optimizer", request.optimizer);
+  j.attribute("framework", getRecipeFrameworkName(request.framework));
+  j.attribute("sequence_parallel", request.sequenceParallel);
+  j.attribute("loss_parallel", request.lossParallel);
+  j.attribute("fsdp_reshard_after_forward", request.reshardAfterForward);
+  j.attribute("fsdp_grad_sync", request.fsdpGradSync);
+  j.attributeArray("ignored_keys", [&] {
+    for (const std::string &key : request.ignoredKeys)
+      j.value(key);
+  });
   j.attributeArray("frozen", [&] {
     for (const std::string &path : request.frozen)
       j.value(path);

@@ -11,6 +11,9 @@
 
 #include "parc/Plan/Recipe.h"
 
+#include "parc/Analysis/HardwareProfile.h"
+#include "parc/Plan/TorchtitanJob.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -40,6 +43,16 @@ StringRef mlir::parc::getRecipeDtypeName(RecipeDtype dtype) {
     return "fp32";
   }
   llvm_unreachable("unknown dtype");
+}
+
+StringRef mlir::parc::getRecipeFrameworkName(RecipeFramework framework) {
+  switch (framework) {
+  case RecipeFramework::Parc:
+    return "parc";
+  case RecipeFramework::Torchtitan:
+    return "torchtitan";
+  }
+  llvm_unreachable("unknown framework");
 }
 
 StringRef mlir::parc::getMlirDtypeName(RecipeDtype dtype) {
@@ -173,6 +186,8 @@ struct Entry {
   /// Whether the value comes from the recipe file, whose relative paths
   /// resolve against the file's directory.
   bool fromFile;
+  /// The key whose setting replaces this value (TranslatedEntry).
+  std::string replacedBy = {};
 };
 
 class RecipeReader {
@@ -181,6 +196,8 @@ public:
       : context(context), filename(filename), baseDir(baseDir) {}
 
   FailureOr<PlanRequest> read(StringRef text, ArrayRef<RecipeSetting> settings);
+  FailureOr<PlanRequest> read(const TranslatedRecipe &translated,
+                              ArrayRef<RecipeSetting> settings);
 
 private:
   Location fileLoc(unsigned line = 1, unsigned column = 1) const {
@@ -201,6 +218,12 @@ private:
   InFlightDiagnostic error(const Entry &entry) { return error(entry.loc); }
 
   void flatten(StringRef text);
+  void load(const TranslatedRecipe &translated);
+  /// The execution policies the recipe's framework runs where the recipe
+  /// leaves them out.
+  void applyFrameworkDefaults(PlanRequest &request);
+  FailureOr<PlanRequest> finish(PlanRequest &request,
+                                ArrayRef<RecipeSetting> settings);
   void apply(const RecipeSetting &setting);
   void build(PlanRequest &request);
   void check(PlanRequest &request);
@@ -236,6 +259,7 @@ private:
   std::map<std::string, Entry> entries;
   /// cluster.gpus, the alternative to gpus_per_node.
   int64_t totalGpus = 0;
+  RecipeFramework framework = RecipeFramework::Parc;
   bool failed = false;
 };
 
@@ -311,6 +335,32 @@ void RecipeReader::flatten(StringRef text) {
   }
 }
 
+void RecipeReader::load(const TranslatedRecipe &translated) {
+  framework = translated.framework;
+  for (const TranslatedEntry &entry : translated.entries)
+    entries.insert_or_assign(
+        entry.key, Entry{YAML::Load(entry.yaml), Location(entry.loc), true,
+                         entry.replacedBy});
+}
+
+void RecipeReader::applyFrameworkDefaults(PlanRequest &request) {
+  request.framework = framework;
+  if (framework != RecipeFramework::Torchtitan)
+    return;
+  // torchtitan's "default" reshard_after_forward keeps a pipeline stage's
+  // parameters gathered; its PipelineStage turns gradient sync off for all
+  // but the last micro-batch; its TP plan shards norms over the sequence and
+  // the loss over the vocabulary.
+  if (!lookup("parallel.fsdp_reshard_after_forward"))
+    request.reshardAfterForward = request.pp == 1;
+  if (!lookup("parallel.fsdp_grad_sync") && request.pp > 1)
+    request.fsdpGradSync = "last-micro-batch";
+  if (!lookup("parallel.sequence_parallel"))
+    request.sequenceParallel = request.tp > 1;
+  if (!lookup("parallel.loss_parallel"))
+    request.lossParallel = request.tp > 1;
+}
+
 void RecipeReader::apply(const RecipeSetting &setting) {
   Location loc = NameLoc::get(StringAttr::get(context, setting.origin));
   if (!findRecipeKey(setting.key)) {
@@ -349,6 +399,15 @@ void RecipeReader::apply(const RecipeSetting &setting) {
       eraseFromFile(second);
     if (setting.key == second)
       eraseFromFile(first);
+  }
+  // A translated value that followed from another key yields to a setting
+  // of that key (a torchtitan pipeline's micro-batch count, from its local
+  // batch, to a global batch given on the command line).
+  for (auto it = entries.begin(); it != entries.end();) {
+    if (it->second.replacedBy == setting.key)
+      it = entries.erase(it);
+    else
+      ++it;
   }
   entries.insert_or_assign(setting.key, Entry{value, loc, false});
 }
@@ -771,12 +830,36 @@ void RecipeReader::check(PlanRequest &request) {
 FailureOr<PlanRequest> RecipeReader::read(StringRef text,
                                           ArrayRef<RecipeSetting> settings) {
   PlanRequest request;
-  request.recipeLoc = fileLoc();
   try {
     flatten(text);
+  } catch (const YAML::Exception &e) {
+    error(markLoc(e.mark)) << "malformed recipe: " << e.msg;
+  } catch (const std::exception &e) {
+    error(fileLoc()) << "cannot read recipe: " << e.what();
+  }
+  return finish(request, settings);
+}
+
+FailureOr<PlanRequest> RecipeReader::read(const TranslatedRecipe &translated,
+                                          ArrayRef<RecipeSetting> settings) {
+  PlanRequest request;
+  request.ignoredKeys = translated.ignoredKeys;
+  try {
+    load(translated);
+  } catch (const std::exception &e) {
+    error(fileLoc()) << "cannot read recipe: " << e.what();
+  }
+  return finish(request, settings);
+}
+
+FailureOr<PlanRequest>
+RecipeReader::finish(PlanRequest &request, ArrayRef<RecipeSetting> settings) {
+  request.recipeLoc = fileLoc();
+  try {
     for (const RecipeSetting &setting : settings)
       apply(setting);
     build(request);
+    applyFrameworkDefaults(request);
     if (!failed)
       check(request);
   } catch (const YAML::Exception &e) {
@@ -808,9 +891,33 @@ mlir::parc::readRecipeFile(StringRef path, ArrayRef<RecipeSetting> settings,
     return emitError(UnknownLoc::get(context))
            << "cannot read recipe '" << path
            << "': " << buffer.getError().message();
+  if (llvm::sys::path::extension(path) == ".toml") {
+    bool modelGiven = llvm::any_of(settings, [](const RecipeSetting &s) {
+      return s.key == "model.hf_config" || s.key == "model.mlir";
+    });
+    FailureOr<TranslatedRecipe> translated =
+        translateTorchtitanJob((*buffer)->getBuffer(), path,
+                               getDefaultModelsDir(), modelGiven, context);
+    if (failed(translated))
+      return failure();
+    return readTranslatedRecipe(*translated, path, settings, context);
+  }
   StringRef dir = llvm::sys::path::parent_path(path);
   return readRecipe((*buffer)->getBuffer(), path, dir.empty() ? "." : dir,
                     settings, context);
+}
+
+FailureOr<PlanRequest>
+mlir::parc::readTranslatedRecipe(const TranslatedRecipe &translated,
+                                 StringRef filename,
+                                 ArrayRef<RecipeSetting> settings,
+                                 MLIRContext *context) {
+  // The translation resolved its paths: nothing is relative to the file.
+  return RecipeReader(context, filename, ".").read(translated, settings);
+}
+
+std::string mlir::parc::getDefaultModelsDir() {
+  return getDefaultDataDir("models");
 }
 
 FailureOr<PlanRequest>

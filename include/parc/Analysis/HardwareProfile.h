@@ -37,6 +37,11 @@ struct HardwareProfile {
   std::vector<std::string> sources;
 };
 
+/// The directory of the data of `kind` shipped with parc ("hardware",
+/// "models"), next to the running tool (`<bin>/../share/parc/<kind>`);
+/// `argv0` locates the tool.
+std::string getDefaultDataDir(StringRef kind, const char *argv0 = nullptr);
+
 /// The directory of the profiles shipped with parc, next to the running tool
 /// (`<bin>/../share/parc/hardware`); `argv0` locates the tool.
 std::string getDefaultHardwareDir(const char *argv0 = nullptr);

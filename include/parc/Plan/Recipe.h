@@ -32,6 +32,17 @@
 
 namespace mlir::parc {
 
+/// Whose recipe a request was read from. The framework sets the defaults
+/// of the execution policies a recipe leaves out: a torchtitan job does not
+/// reshard after forward under PP and defers gradient sync to the last
+/// micro-batch there (torch.distributed.pipelining's stage), and runs TP
+/// with sequence and loss parallel; parc's own recipes default to FSDP2's
+/// plain behaviour.
+enum class RecipeFramework { Parc, Torchtitan };
+
+/// "parc", "torchtitan".
+StringRef getRecipeFrameworkName(RecipeFramework framework);
+
 /// A storage precision as recipes spell it.
 enum class RecipeDtype { BF16, FP16, FP32 };
 
@@ -113,6 +124,31 @@ struct PlanRequest {
   Location getLocation(StringRef key) const;
   /// The recipe file, or unknown for a request made of flags.
   LocationAttr recipeLoc;
+  RecipeFramework framework = RecipeFramework::Parc;
+  /// Keys of another framework's job file that change neither memory nor
+  /// step time, as the file spells them ("job.dump_folder"), reported so
+  /// that nothing is skipped silently.
+  std::vector<std::string> ignoredKeys;
+};
+
+/// One parc recipe key's value translated from another framework's job
+/// file, with where the key it came from was written (or a name saying
+/// which framework default it is).
+struct TranslatedEntry {
+  std::string key;
+  /// The value as YAML text ("8192", "bf16", "[a, b]").
+  std::string yaml;
+  LocationAttr loc;
+  /// A value that follows from another key of the job: that key, whose
+  /// setting on the command line replaces this value.
+  std::string replacedBy = {};
+};
+
+/// Another framework's job file as parc recipe entries.
+struct TranslatedRecipe {
+  RecipeFramework framework = RecipeFramework::Parc;
+  std::vector<TranslatedEntry> entries;
+  std::vector<std::string> ignoredKeys;
 };
 
 /// One recipe key and the parc-plan flag that sets it.
@@ -172,10 +208,23 @@ FailureOr<PlanRequest> readRecipe(StringRef text, StringRef filename,
                                   ArrayRef<RecipeSetting> settings,
                                   MLIRContext *context);
 
-/// Reads the recipe file at `path`.
+/// Reads the recipe of `translated` (from `filename`) with `settings`
+/// applied over it, as readRecipe reads a YAML recipe.
+FailureOr<PlanRequest> readTranslatedRecipe(const TranslatedRecipe &translated,
+                                            StringRef filename,
+                                            ArrayRef<RecipeSetting> settings,
+                                            MLIRContext *context);
+
+/// Reads the recipe file at `path`: a torchtitan job when it ends in
+/// `.toml` (translateTorchtitanJob), parc's YAML otherwise.
 FailureOr<PlanRequest> readRecipeFile(StringRef path,
                                       ArrayRef<RecipeSetting> settings,
                                       MLIRContext *context);
+
+/// The directory of the Hugging Face configs shipped with parc, which the
+/// model names of other frameworks' job files map to
+/// (`<bin>/../share/parc/models`).
+std::string getDefaultModelsDir();
 
 /// A request made of settings alone (parc-plan's flags, no recipe file);
 /// relative paths are the working directory's.
