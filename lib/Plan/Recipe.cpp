@@ -833,9 +833,13 @@ FailureOr<PlanRequest> RecipeReader::read(StringRef text,
   try {
     flatten(text);
   } catch (const YAML::Exception &e) {
+    // Nothing after a syntax error is worth reporting: the keys it would
+    // call missing are most likely in the part that did not parse.
     error(markLoc(e.mark)) << "malformed recipe: " << e.msg;
+    return failure();
   } catch (const std::exception &e) {
     error(fileLoc()) << "cannot read recipe: " << e.what();
+    return failure();
   }
   return finish(request, settings);
 }
