@@ -8,10 +8,12 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -161,7 +163,7 @@ paralel:
                            "(known: seq_len, micro_batch_size,"))
       << log.joined();
   EXPECT_TRUE(log.contains("9:1: unknown section 'paralel' (known: model, "
-                           "train, cluster, parallel)"))
+                           "train, cluster, parallel, search)"))
       << log.joined();
 }
 
@@ -366,6 +368,97 @@ TEST_F(RecipeTest, PipelineFollowsTheRequest) {
   EXPECT_NE(selective.find("mode=selective scope=language"), std::string::npos)
       << selective;
   EXPECT_EQ(getMlirDtypeName(RecipeDtype::FP16), "f16");
+}
+
+
+/// Every field a plan depends on, for comparing two requests.
+std::string describe(const PlanRequest &r) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << r.hfConfigPath << "|" << r.mlirPath << "|" << r.seqLen << "|"
+     << r.microBatchSize << "|" << r.globalBatchSize << "|"
+     << getRecipeDtypeName(r.computeDtype) << getRecipeDtypeName(r.masterDtype)
+     << getRecipeDtypeName(r.gradReduceDtype)
+     << getRecipeDtypeName(r.optimDtype) << "|" << r.optimizer << "|"
+     << llvm::format("%.17g", r.maxNorm) << "|";
+  for (const std::string &path : r.frozen)
+    os << path << ",";
+  os << "|" << r.hardware << "|" << r.nodes << "|" << r.gpusPerNode << "|"
+     << r.dp << "|" << r.fsdp << "|" << r.tp << "|" << r.pp << "|"
+     << r.ppSchedule << "|" << r.ppChunks << "|";
+  for (int64_t layers : r.ppSplit)
+    os << layers << ",";
+  os << "|" << r.microbatches << "|" << r.fsdpPrefetch << "|"
+     << r.reshardAfterForward << "|" << r.fsdpGradSync << "|"
+     << r.sequenceParallel << "|" << r.lossParallel << "|" << r.remat << "|"
+     << r.rematScope << "|";
+  for (const std::string &path : r.stacks)
+    os << path << ",";
+  os << "|" << r.gradAccumulation;
+  return text;
+}
+
+// parc-plan --auto --emit-recipe writes the winner with writeRecipe: read
+// back, it is the same request, for requests drawn at random (fixed seed)
+// over every key the writer emits.
+TEST_F(RecipeTest, WrittenRecipeReadsBackToTheSameRequest) {
+  std::mt19937_64 random(20261206);
+  auto pick = [&](auto... choices) {
+    std::string options[] = {choices...};
+    return options[random() % sizeof...(choices)];
+  };
+  for (int draw = 0; draw < 64; ++draw) {
+    int64_t gpusPerNode = int64_t(1) << (random() % 4), nodes = 1 + random() % 4;
+    int64_t world = gpusPerNode * nodes;
+    auto divisorOf = [&](int64_t n) {
+      std::vector<int64_t> divisors;
+      for (int64_t d = 1; d <= n; ++d)
+        if (n % d == 0)
+          divisors.push_back(d);
+      return divisors[random() % divisors.size()];
+    };
+    int64_t tp = divisorOf(world), pp = divisorOf(world / tp);
+    int64_t dp = divisorOf(world / (tp * pp)), fsdp = world / (tp * pp * dp);
+    int64_t mbs = 1 + random() % 4, accumulation = pp + random() % 4;
+    std::string schedule =
+        pp > 1 ? pick("gpipe", "1f1b", "interleaved-1f1b") : "1f1b";
+    std::vector<RecipeSetting> settings = {
+        set("cluster.nodes=" + std::to_string(nodes)),
+        set("cluster.gpus_per_node=" + std::to_string(gpusPerNode)),
+        set("parallel.tp=" + std::to_string(tp)),
+        set("parallel.pp=" + std::to_string(pp)),
+        set("parallel.dp=" + std::to_string(dp)),
+        set("parallel.fsdp=" + std::to_string(fsdp)),
+        set("parallel.pp_schedule=" + schedule),
+        set("parallel.pp_chunks=" +
+            std::string(schedule == "interleaved-1f1b" ? "2" : "1")),
+        set("train.micro_batch_size=" + std::to_string(mbs)),
+        set("train.global_batch_size=" +
+            std::to_string(mbs * dp * fsdp * accumulation)),
+        set("train.seq_len=" + std::to_string(128 << (random() % 6))),
+        set("train.max_norm=" + pick("0", "1.0", "0.3", "2.5e-1")),
+        set("train.optim_dtype=" + pick("bf16", "fp32")),
+        set("train.frozen=" + pick("[]", "[model.vision_tower]",
+                                   "['a.b', \"c\"]")),
+        set("parallel.remat=" + pick("none", "selective", "full", "every:3")),
+        set("parallel.remat_scope=" + pick("all", "language", "vision")),
+        set("parallel.fsdp_prefetch=" + pick("0", "1", "2")),
+        set("parallel.fsdp_reshard_after_forward=" + pick("true", "false")),
+        set("parallel.fsdp_grad_sync=" +
+            pick("every-micro-batch", "last-micro-batch")),
+        set("parallel.sequence_parallel=" + pick("true", "false")),
+        set("parallel.loss_parallel=" + pick("true", "false")),
+        set("parallel.stacks=" + pick("[]", "[model.layers]")),
+    };
+    FailureOr<PlanRequest> request = read(kRecipe, settings);
+    ASSERT_TRUE(succeeded(request)) << "draw " << draw << ": " << log.joined();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    writeRecipe(*request, os);
+    FailureOr<PlanRequest> again = read(text);
+    ASSERT_TRUE(succeeded(again)) << text << log.joined();
+    EXPECT_EQ(describe(*request), describe(*again)) << text;
+  }
 }
 
 } // namespace

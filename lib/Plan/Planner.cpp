@@ -9,6 +9,9 @@
 
 #include "parc/Plan/Planner.h"
 
+#include "parc/Plan/AutoPlanner.h"
+#include "parc/Plan/PlanAdvice.h"
+
 #include "parc/Export/PlanExport.h"
 #include "parc/Export/Trace.h"
 
@@ -232,6 +235,8 @@ struct PlanOutcome {
   /// Whether planning got as far as writing --trace.
   bool traceAttempted = false;
   int exitCode = kPlanError;
+  /// Under kPlanDoesNotFit: the single changes tried, planned.
+  std::vector<PlanAdvice> advice;
 };
 
 /// Parameters that get gradients, counted as ModelStats counts: a tied
@@ -258,6 +263,22 @@ int64_t countTrainableParameters(ModelOp model, const ModelStats &stats) {
       frozen += param.getNumElements();
   });
   return stats.totalParameters - frozen;
+}
+
+ModelSummary summarizeModel(ModelOp model, StringRef file) {
+  ModelStats stats = ModelStats::compute(model);
+  ModelSummary summary;
+  summary.name = model.getSymName().str();
+  summary.className = model.getClassName().str();
+  auto configs = model.getBody()->getOps<HFConfigOp>();
+  if (!configs.empty())
+    summary.source = (*configs.begin()).getSource().str();
+  else if (auto source = model->getAttrOfType<StringAttr>("parc.source"))
+    summary.source = source.getValue().str(); // hand-written IR
+  summary.file = file.str();
+  summary.parameters = stats.totalParameters;
+  summary.trainableParameters = countTrainableParameters(model, stats);
+  return summary;
 }
 
 OwningOpRef<ModuleOp> loadModel(const PlanRequest &request,
@@ -339,65 +360,102 @@ LogicalResult writeTraceFile(ModelOp model, const MemoryReport &memory,
   return success();
 }
 
-/// Runs the story up to the memory estimate, filling `outcome` as it goes.
-void plan(const PlanInvocation &invocation, MLIRContext *context,
-          PlanOutcome &outcome) {
+} // namespace
+
+FailureOr<PlanRequest>
+mlir::parc::readPlanRequest(const PlanInvocation &invocation,
+                            ArrayRef<RecipeSetting> extra,
+                            MLIRContext *context) {
   if (invocation.recipePath.empty() && invocation.setOptions.empty() &&
-      invocation.flagSettings.empty()) {
-    emitError(UnknownLoc::get(context))
-        << "nothing to plan: give a recipe (parc-plan RECIPE.yaml) or the "
-           "model, hardware and batch as flags (parc-plan --model "
-           "config.json --hardware h100-80gb --gpus 8 --seq 4096); see --help";
-    return;
-  }
+      invocation.flagSettings.empty())
+    return emitError(UnknownLoc::get(context))
+           << "nothing to plan: give a recipe (parc-plan RECIPE.yaml) or the "
+              "model, hardware and batch as flags (parc-plan --model "
+              "config.json --hardware h100-80gb --gpus 8 --seq 4096); see "
+              "--help";
   std::vector<RecipeSetting> settings;
   for (const std::string &text : invocation.setOptions) {
     FailureOr<RecipeSetting> setting = parseSetOption(text, context);
     if (failed(setting))
-      return;
+      return failure();
     settings.push_back(std::move(*setting));
   }
   llvm::append_range(settings, invocation.flagSettings);
-  FailureOr<PlanRequest> request =
-      invocation.recipePath.empty()
-          ? buildPlanRequest(settings, context)
-          : readRecipeFile(invocation.recipePath, settings, context);
-  if (failed(request))
-    return;
-  outcome.request = *request;
+  llvm::append_range(settings, extra);
+  return invocation.recipePath.empty()
+             ? buildPlanRequest(settings, context)
+             : readRecipeFile(invocation.recipePath, settings, context);
+}
 
-  std::string hardwareDir = invocation.hardwareDir.empty()
-                                ? getDefaultHardwareDir()
-                                : invocation.hardwareDir;
-  if (failed(loadHardwareProfile(request->hardware, hardwareDir,
-                                 request->getLocation("cluster.hardware"))))
+OwningOpRef<ModuleOp> mlir::parc::loadPlanModel(const PlanRequest &request,
+                                                MLIRContext *context) {
+  OwningOpRef<ModuleOp> module = loadModel(request, context);
+  if (!module)
+    return nullptr;
+  FailureOr<ModelOp> model = getModel(*module, request.getModelFile());
+  if (failed(model) || failed(freezeModules(*model, request)))
+    return nullptr;
+  return module;
+}
+
+LogicalResult mlir::parc::predictPlan(ModuleOp module,
+                                      const PlanRequest &request,
+                                      StringRef hardwareDir,
+                                      PlanPrediction &prediction) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  buildPlanPipeline(pm, request, hardwareDir);
+  if (failed(pm.run(module)))
+    return failure();
+  prediction.pipelineRan = true;
+  ModelOp model = *module.getOps<ModelOp>().begin();
+
+  MemoryOptions options;
+  options.hardware = request.hardware;
+  options.hardwareDir = hardwareDir.str();
+  options.seqLen = request.seqLen;
+  options.microBatch = request.microBatchSize;
+  options.gradAccumulation = request.gradAccumulation;
+  FailureOr<MemoryReport> memory = estimateMemory(model, options);
+  if (failed(memory))
+    return failure();
+  prediction.memory = *memory;
+
+  CostOptions costOptions;
+  costOptions.hardware = request.hardware;
+  costOptions.hardwareDir = hardwareDir.str();
+  costOptions.seqLen = request.seqLen;
+  costOptions.microBatch = request.microBatchSize;
+  costOptions.gradAccumulation = request.gradAccumulation;
+  costOptions.gpusPerNode = request.gpusPerNode;
+  FailureOr<CostReport> cost = estimateCost(model, costOptions);
+  if (failed(cost))
+    return failure();
+  prediction.cost = *cost;
+  recordPrediction(model, *memory, options);
+  return success();
+}
+
+namespace {
+
+/// Plans `request` (read from `invocation`) and writes what the invocation
+/// asks for, filling `outcome` as it goes.
+void planRequest(const PlanInvocation &invocation, const PlanRequest &request,
+                 MLIRContext *context, PlanOutcome &outcome) {
+  StringRef hardwareDir = invocation.hardwareDir;
+  if (failed(loadHardwareProfile(request.hardware,
+                                 hardwareDir.empty() ? getDefaultHardwareDir()
+                                                     : hardwareDir.str(),
+                                 request.getLocation("cluster.hardware"))))
     return;
 
-  OwningOpRef<ModuleOp> module = loadModel(*request, context);
+  OwningOpRef<ModuleOp> module = loadPlanModel(request, context);
   if (!module)
     return;
-  StringRef file = request->mlirPath.empty() ? StringRef(request->hfConfigPath)
-                                             : StringRef(request->mlirPath);
-  FailureOr<ModelOp> model = getModel(*module, file);
-  if (failed(model) || failed(freezeModules(*model, *request)))
-    return;
-
-  ModelStats stats = ModelStats::compute(*model);
-  ModelSummary summary;
-  summary.name = model->getSymName().str();
-  summary.className = model->getClassName().str();
-  auto configs = model->getBody()->getOps<HFConfigOp>();
-  if (!configs.empty())
-    summary.source = (*configs.begin()).getSource().str();
-  else if (auto source = (*model)->getAttrOfType<StringAttr>("parc.source"))
-    summary.source = source.getValue().str(); // hand-written IR
-  summary.file = file.str();
-  summary.parameters = stats.totalParameters;
-  summary.trainableParameters = countTrainableParameters(*model, stats);
-  outcome.model = summary;
+  ModelOp model = *module->getOps<ModelOp>().begin();
+  outcome.model = summarizeModel(model, request.getModelFile());
 
   PassManager pm(context, ModuleOp::getOperationName());
-  buildPlanPipeline(pm, *request, invocation.hardwareDir);
+  buildPlanPipeline(pm, request, hardwareDir);
   llvm::raw_string_ostream pipeline(outcome.pipeline);
   pm.printAsTextualPipeline(pipeline);
 
@@ -406,8 +464,11 @@ void plan(const PlanInvocation &invocation, MLIRContext *context,
   OwningOpRef<ModuleOp> input;
   if (!invocation.emitMlirPath.empty())
     input = module->clone();
-  if (failed(pm.run(*module))) {
-    emitRemark(model->getLoc())
+  PlanPrediction prediction;
+  LogicalResult planned =
+      predictPlan(*module, request, hardwareDir, prediction);
+  if (!prediction.pipelineRan) {
+    emitRemark(model.getLoc())
         << "planning stopped in the pipeline; rerun it on the IR that "
            "--emit-mlir writes with parc-opt --pass-pipeline='"
         << outcome.pipeline << "'";
@@ -418,39 +479,21 @@ void plan(const PlanInvocation &invocation, MLIRContext *context,
   if (!invocation.emitMlirPath.empty() &&
       failed(writeMlir(*module, invocation.emitMlirPath)))
     return;
-  outcome.model->stacks = getLayerStacks(*model);
-
-  MemoryOptions options;
-  options.hardware = request->hardware;
-  options.hardwareDir = hardwareDir;
-  options.seqLen = request->seqLen;
-  options.microBatch = request->microBatchSize;
-  options.gradAccumulation = request->gradAccumulation;
-  FailureOr<MemoryReport> memory = estimateMemory(*model, options);
-  if (failed(memory))
+  outcome.model->stacks = getLayerStacks(model);
+  outcome.memory = prediction.memory;
+  outcome.cost = prediction.cost;
+  if (failed(planned))
     return;
-  outcome.memory = *memory;
-
-  CostOptions costOptions;
-  costOptions.hardware = request->hardware;
-  costOptions.hardwareDir = hardwareDir;
-  costOptions.seqLen = request->seqLen;
-  costOptions.microBatch = request->microBatchSize;
-  costOptions.gradAccumulation = request->gradAccumulation;
-  costOptions.gpusPerNode = request->gpusPerNode;
-  FailureOr<CostReport> cost = estimateCost(*model, costOptions);
-  if (failed(cost))
-    return;
-  outcome.cost = *cost;
-  recordPrediction(*model, *memory, options);
   if (!invocation.emitPlanPath.empty() &&
-      failed(writePlan(*model, invocation.emitPlanPath)))
+      failed(writePlan(model, invocation.emitPlanPath)))
     return;
   outcome.traceAttempted = true;
   if (!invocation.tracePath.empty() &&
-      failed(writeTraceFile(*model, *memory, *cost, invocation.tracePath)))
+      failed(writeTraceFile(model, *prediction.memory, *prediction.cost,
+                            invocation.tracePath)))
     return;
-  outcome.exitCode = memory->fits() ? kPlanFits : kPlanDoesNotFit;
+  outcome.exitCode =
+      prediction.memory->fits() ? kPlanFits : kPlanDoesNotFit;
 }
 
 /// 31273342464 -> "31,273,342,464".
@@ -545,6 +588,8 @@ void printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
     outcome.memory->print(out);
   if (outcome.cost)
     outcome.cost->print(out);
+  if (outcome.exitCode == kPlanDoesNotFit && outcome.cost)
+    printAdvice(outcome.advice, outcome.cost->stepSeconds, out);
 }
 
 void writeBreakdown(llvm::json::OStream &j, const MemoryBreakdown &b) {
@@ -712,6 +757,19 @@ void writeCost(llvm::json::OStream &j, const CostReport &cost) {
   });
 }
 
+void writeDiagnostics(llvm::json::OStream &j,
+                      ArrayRef<PlanDiagnostic> diagnostics) {
+  j.attributeArray("diagnostics", [&] {
+    for (const PlanDiagnostic &diag : diagnostics)
+      j.object([&] {
+        j.attribute("severity", diag.severity);
+        j.attribute("message", diag.message);
+        j.attribute("location", stringOrNull(diag.location));
+        j.attribute("path", stringOrNull(diag.path));
+      });
+  });
+}
+
 StringRef getStatusName(int exitCode) {
   switch (exitCode) {
   case kPlanFits:
@@ -743,22 +801,121 @@ void printJson(const PlanInvocation &invocation, const PlanOutcome &outcome,
       j.attributeObject("memory", [&] { writeMemory(j, *outcome.memory); });
     else
       j.attribute("memory", nullptr);
-    j.attributeArray("diagnostics", [&] {
-      for (const PlanDiagnostic &diag : diagnostics)
-        j.object([&] {
-          j.attribute("severity", diag.severity);
-          j.attribute("message", diag.message);
-          j.attribute("location", stringOrNull(diag.location));
-          j.attribute("path", stringOrNull(diag.path));
-        });
-    });
+    writeDiagnostics(j, diagnostics);
     // Last, after the keys of the first version of the document.
     if (outcome.cost)
       j.attributeObject("cost", [&] { writeCost(j, *outcome.cost); });
     else
       j.attribute("cost", nullptr);
+    writeAdviceJson(j, outcome.advice,
+                    outcome.cost ? outcome.cost->stepSeconds : 0);
   });
   out << "\n";
+}
+
+} // namespace
+
+namespace {
+
+LogicalResult writeRecipeFile(const PlanRequest &request, StringRef path,
+                              MLIRContext *context) {
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &message);
+  if (!file)
+    return emitError(UnknownLoc::get(context))
+           << "cannot write --emit-recipe file '" << path << "': " << message;
+  writeRecipe(request, file->os());
+  file->keep();
+  return success();
+}
+
+/// parc-plan --auto: searches the layouts `base` leaves open, writes what
+/// the invocation asks for of the winner (planned again as a recipe of its
+/// own, so --emit-plan holds exactly what `parc-plan` of the emitted recipe
+/// would write) and renders the search.
+int search(const PlanInvocation &invocation, const PlanRequest &base,
+           MLIRContext *context, const DiagnosticCapture &capture,
+           llvm::raw_ostream &out) {
+  FailureOr<SearchResult> result = searchLayouts(invocation, base, context);
+  int exitCode = failed(result) ? kPlanError : getSearchExitCode(*result);
+  bool emits = !invocation.emitRecipePath.empty() ||
+               !invocation.emitPlanPath.empty() ||
+               !invocation.emitMlirPath.empty() ||
+               !invocation.tracePath.empty();
+  if (succeeded(result) && result->ranked.empty()) {
+    if (result->enumerated == 0)
+      emitError(UnknownLoc::get(context))
+          << "no layout of " << base.getWorldSize()
+          << " GPUs satisfies the layout keys given ("
+          << llvm::join(result->fixedKeys, ", ") << ")";
+    else if (result->closest)
+      emitRemark(UnknownLoc::get(context))
+          << "no layout fits " << base.hardware << " (the closest peaks at "
+          << formatGiB(result->closest->peakBytes) << " GiB)";
+    else
+      emitError(UnknownLoc::get(context))
+          << "every layout was refused; the reasons are listed under "
+             "'refused'";
+    if (emits)
+      emitError(UnknownLoc::get(context))
+          << "nothing written for the winner: no layout fits";
+  } else if (succeeded(result) && emits) {
+    const PlanCandidate &winner = result->ranked.front();
+    if (!invocation.emitRecipePath.empty() &&
+        failed(writeRecipeFile(*winner.request, invocation.emitRecipePath,
+                               context)))
+      exitCode = kPlanError;
+    if (!invocation.emitPlanPath.empty() || !invocation.emitMlirPath.empty() ||
+        !invocation.tracePath.empty()) {
+      PlanInvocation again = invocation;
+      again.emitRecipePath.clear();
+      SmallVector<RecipeSetting> settings(winner.settings.begin(),
+                                          winner.settings.end());
+      RecipeSetting noSearch;
+      noSearch.key = "search.auto";
+      noSearch.value = "false";
+      noSearch.origin = "--auto";
+      settings.push_back(noSearch);
+      FailureOr<PlanRequest> request =
+          readPlanRequest(again, settings, context);
+      PlanOutcome outcome;
+      if (succeeded(request))
+        planRequest(again, *request, context, outcome);
+      if (outcome.exitCode != kPlanFits)
+        exitCode = kPlanError;
+    }
+  }
+
+  // Nothing fits: what would make the closest plan fit.
+  std::vector<PlanAdvice> advice;
+  if (succeeded(result) && result->closest)
+    advice = planAdvice(invocation, *result->closest->request,
+                        result->closest->settings);
+
+  if (invocation.json) {
+    llvm::json::OStream j(out, /*IndentSize=*/2);
+    j.object([&] {
+      j.attribute("version", 1);
+      j.attribute("status", getStatusName(exitCode));
+      j.attribute("recipe", stringOrNull(invocation.recipePath));
+      if (succeeded(result))
+        j.attributeObject("search", [&] {
+          writeSearchJson(j, *result, base.searchTop);
+        });
+      else
+        j.attribute("search", nullptr);
+      writeDiagnostics(j, capture.getDiagnostics());
+      if (succeeded(result) && result->closest)
+        writeAdviceJson(j, advice, result->closest->stepSeconds);
+    });
+    out << "\n";
+  } else if (succeeded(result)) {
+    printSearch(*result, base, base.searchTop, out);
+    if (result->closest)
+      printAdvice(advice, result->closest->stepSeconds, out);
+  }
+  out.flush();
+  return exitCode;
 }
 
 } // namespace
@@ -771,7 +928,15 @@ int mlir::parc::runPlanner(const PlanInvocation &invocation,
   DiagnosticCapture capture(&context, /*print=*/!invocation.json, err);
 
   PlanOutcome outcome;
-  plan(invocation, &context, outcome);
+  FailureOr<PlanRequest> request = readPlanRequest(invocation, {}, &context);
+  if (succeeded(request) && request->searchAuto)
+    return search(invocation, *request, &context, capture, out);
+  if (succeeded(request)) {
+    outcome.request = *request;
+    planRequest(invocation, *request, &context, outcome);
+    if (outcome.exitCode == kPlanDoesNotFit)
+      outcome.advice = planAdvice(invocation, *request);
+  }
   if (outcome.exitCode == kPlanError && !outcome.traceAttempted &&
       !invocation.tracePath.empty())
     emitError(UnknownLoc::get(&context))

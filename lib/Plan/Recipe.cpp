@@ -141,12 +141,17 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Stacks remat applies to: all, language, vision (default all)"},
     {"parallel.stacks", "stacks", true, "path",
      "Dotted paths of the layer containers, overriding layer discovery"},
+    {"search.auto", "auto", false, "bool",
+     "Search the layouts for the fastest plan that fits, keeping the layout "
+     "keys given: true or false (default false)"},
+    {"search.top", "top", false, "n",
+     "Plans the search shows, fastest first (default 5)", 1000},
 };
 
 ArrayRef<RecipeKey> mlir::parc::getRecipeKeys() { return kRecipeKeys; }
 
-static constexpr llvm::StringLiteral kSections[] = {"model", "train", "cluster",
-                                                    "parallel"};
+static constexpr llvm::StringLiteral kSections[] = {
+    "model", "train", "cluster", "parallel", "search"};
 
 static const RecipeKey *findRecipeKey(StringRef key) {
   for (const RecipeKey &known : kRecipeKeys)
@@ -673,6 +678,11 @@ void RecipeReader::build(PlanRequest &request) {
   readChoice("parallel.remat_scope", {"all", "language", "vision"},
              request.rematScope);
   readList("parallel.stacks", request.stacks);
+
+  std::string searchAuto = "false";
+  readChoice("search.auto", {"true", "false"}, searchAuto);
+  request.searchAuto = searchAuto == "true";
+  readPositive("search.top", request.searchTop);
 }
 
 /// The relations between keys, once each value is valid on its own.

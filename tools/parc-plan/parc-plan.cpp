@@ -2,6 +2,7 @@
 //
 // parc-plan RECIPE.yaml [--set key=value ...] [--json] [--emit-mlir FILE]
 //           [--emit-plan plan.bin] [--trace trace.json]
+// parc-plan RECIPE.yaml --auto [--top N] [--emit-recipe FILE]
 // parc-plan --model config.json --hardware h100-80gb --gpus 8 --seq 4096 ...
 //
 // Every recipe key has a flag of its own (getRecipeKeys()); flags and --set
@@ -41,6 +42,10 @@ int main(int argc, char **argv) {
       cl::desc("Write the schedule and memory of each rank kind as Chrome "
                "trace-event JSON (Perfetto, chrome://tracing)"),
       cl::value_desc("file"), cl::cat(category));
+  cl::opt<std::string> emitRecipe(
+      "emit-recipe",
+      cl::desc("With --auto: write the fastest plan that fits as a recipe"),
+      cl::value_desc("file"), cl::cat(category));
   cl::opt<std::string> hardwareDir(
       "hardware-dir",
       cl::desc("Directory of hardware profiles (default: next to the tool)"),
@@ -63,6 +68,12 @@ int main(int argc, char **argv) {
                                        StringRef(key.flag), cl::desc(help),
                                        cl::value_desc(key.valueName),
                                        cl::CommaSeparated, cl::cat(category)));
+    else if (key.valueName == "bool")
+      // `--auto` alone is `--auto=true`, as LLVM's boolean flags read.
+      scalarFlags.emplace_back(&key, std::make_unique<cl::opt<std::string>>(
+                                         StringRef(key.flag), cl::desc(help),
+                                         cl::value_desc(key.valueName),
+                                         cl::ValueOptional, cl::cat(category)));
     else
       scalarFlags.emplace_back(&key, std::make_unique<cl::opt<std::string>>(
                                          StringRef(key.flag), cl::desc(help),
@@ -79,12 +90,15 @@ int main(int argc, char **argv) {
   invocation.emitPlanPath = emitPlan;
   invocation.tracePath = trace;
   invocation.hardwareDir = hardwareDir;
+  invocation.emitRecipePath = emitRecipe;
   invocation.setOptions.assign(sets.begin(), sets.end());
   for (auto &[key, flag] : scalarFlags)
     if (flag->getNumOccurrences()) {
       RecipeSetting setting;
       setting.key = key->key.str();
-      setting.value = *flag;
+      setting.value = flag->empty() && key->valueName == "bool"
+                          ? std::string("true")
+                          : std::string(*flag);
       setting.isYaml = false;
       setting.origin = ("--" + key->flag).str();
       invocation.flagSettings.push_back(std::move(setting));

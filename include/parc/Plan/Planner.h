@@ -9,11 +9,14 @@
 #ifndef PARC_PLAN_PLANNER_H
 #define PARC_PLAN_PLANNER_H
 
+#include "parc/Analysis/CostModel.h"
+#include "parc/Analysis/MemoryEstimate.h"
 #include "parc/Plan/Recipe.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +50,35 @@ struct PlanInvocation {
   std::string tracePath;
   /// The hardware profile directory; empty for the one next to the tool.
   std::string hardwareDir;
+  /// Under search.auto: where to write the winner as a recipe; empty for
+  /// nowhere.
+  std::string emitRecipePath;
 };
+
+/// The request `invocation` makes (its recipe, then its --set options and
+/// flags), with `extra` applied last.
+FailureOr<PlanRequest> readPlanRequest(const PlanInvocation &invocation,
+                                       ArrayRef<RecipeSetting> extra,
+                                       MLIRContext *context);
+
+/// The model `request` names, imported (or parsed) with its frozen modules
+/// marked; null after an error.
+OwningOpRef<ModuleOp> loadPlanModel(const PlanRequest &request,
+                                    MLIRContext *context);
+
+/// What planning predicted; each part present once it was computed.
+struct PlanPrediction {
+  bool pipelineRan = false;
+  std::optional<MemoryReport> memory;
+  std::optional<CostReport> cost;
+};
+
+/// Runs the planning pipeline `request` asks for on `module` (loadPlanModel's)
+/// and predicts every rank's memory and the step time; what was predicted
+/// before a failure stays in `prediction`.
+LogicalResult predictPlan(ModuleOp module, const PlanRequest &request,
+                          llvm::StringRef hardwareDir,
+                          PlanPrediction &prediction);
 
 /// Adds the passes `request` asks for to `pm` (on builtin.module; the
 /// passes run nested on each parc.model), in the order torchtitan

@@ -13,6 +13,7 @@
 //             fsdp_prefetch, fsdp_reshard_after_forward, fsdp_grad_sync,
 //             sequence_parallel,
 //             loss_parallel, remat, remat_scope, stacks
+//   search:   auto, top
 //
 // This header is free of yaml-cpp: yaml-cpp reports errors by throwing, and
 // only Recipe.cpp is built with exceptions.
@@ -25,6 +26,7 @@
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <map>
 #include <string>
@@ -112,7 +114,18 @@ struct PlanRequest {
   /// global batch / (micro-batch x data-parallel ranks).
   int64_t gradAccumulation = 1;
 
+  // search:
+  /// Search the layouts for the fastest plan that fits (parc-plan --auto),
+  /// keeping every layout key the recipe or the flags give; show the
+  /// fastest `searchTop`.
+  bool searchAuto = false;
+  int64_t searchTop = 5;
+
   int64_t getWorldSize() const { return nodes * gpusPerNode; }
+  /// The file the model is read from: its config or its IR.
+  StringRef getModelFile() const {
+    return mlirPath.empty() ? StringRef(hfConfigPath) : StringRef(mlirPath);
+  }
   /// Ranks that see different data: FSDP shards and their replicas.
   int64_t getDataParallelRanks() const { return dp * fsdp; }
 
@@ -230,6 +243,10 @@ std::string getDefaultModelsDir();
 /// relative paths are the working directory's.
 FailureOr<PlanRequest> buildPlanRequest(ArrayRef<RecipeSetting> settings,
                                         MLIRContext *context);
+
+/// Writes `request` as a parc recipe that reads back to the same request:
+/// every key resolved, the model's path absolute.
+void writeRecipe(const PlanRequest &request, llvm::raw_ostream &os);
 
 } // namespace mlir::parc
 

@@ -182,6 +182,17 @@ DOCUMENT = {
         "path": (STR, NULL),
     }],
     "cost": (COST, NULL),
+    "advice": [{
+        "change": STR,
+        "combined": BOOL,
+        "settings": {},
+        "planned": BOOL,
+        "fits": BOOL,
+        "refusal": (STR, NULL),
+        "peak_bytes": (INT, NULL),
+        "step_time_s": (NUM, NULL),
+        "step_change": (NUM, NULL),
+    }],
 }
 
 
@@ -258,6 +269,13 @@ if expected_status != "error":
     if document["cost"] is None:
         fail("$.cost", "is null in a plan that did not fail")
     check_cost(document["cost"], document["plan"]["fsdp"])
+    if (expected_status == "fits") != (not document["advice"]):
+        fail("$.advice", "is given exactly when the plan does not fit")
+    for i, advice in enumerate(document["advice"]):
+        if advice["planned"] != (advice["refusal"] is None):
+            fail("$.advice[%d].refusal" % i, "is given exactly when it was not planned")
+        if advice["fits"] and not advice["planned"]:
+            fail("$.advice[%d].fits" % i, "an unplanned change cannot fit")
 elif not any(d["severity"] == "error" for d in document["diagnostics"]):
     fail("$.diagnostics", "an error document holds no error")
 print("plan document ok: %s" % document["status"])
