@@ -3,6 +3,7 @@
 #include "parc/Analysis/Frozen.h"
 
 #include "Parc/IR/ParcOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace mlir::parc;
@@ -26,3 +27,27 @@ LogicalResult mlir::parc::markFrozen(ModelOp model,
   }
   return success();
 }
+
+int64_t mlir::parc::countTrainableParameters(ModelOp model,
+                                             int64_t totalParameters) {
+  llvm::DenseSet<Operation *> aliases, frozenStorage;
+  for (TieOp tie : model.getBody()->getOps<TieOp>()) {
+    SmallVector<Operation *> members;
+    for (auto ref : tie.getParams().getAsRange<SymbolRefAttr>())
+      if (Operation *param = SymbolTable::lookupSymbolIn(model, ref))
+        members.push_back(param);
+    if (members.empty())
+      continue;
+    aliases.insert(std::next(members.begin()), members.end());
+    if (llvm::any_of(members, [](Operation *op) { return isFrozen(op); }))
+      frozenStorage.insert(members.front());
+  }
+  int64_t frozen = 0;
+  model.walk([&](ParamOp param) {
+    if (!aliases.contains(param) &&
+        (isFrozen(param) || frozenStorage.contains(param)))
+      frozen += param.getNumElements();
+  });
+  return totalParameters - frozen;
+}
+

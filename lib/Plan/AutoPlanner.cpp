@@ -21,7 +21,9 @@
 
 #include "parc/Plan/AutoPlanner.h"
 
+#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/HardwareProfile.h"
+#include "parc/Analysis/ModelStats.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -83,6 +85,9 @@ SmallVector<int64_t> getDivisors(int64_t n) {
 /// One layout and the micro-batch sizes and remat modes tried on it.
 struct Chain {
   std::vector<RecipeSetting> layout;
+  /// The GPUs one replica's parameters and optimizer state shard over:
+  /// fsdp x tp x pp.
+  int64_t shards = 1;
   SmallVector<int64_t> microBatchSizes;
   SmallVector<StringRef> remats;
 };
@@ -210,6 +215,7 @@ std::vector<Chain> enumerateChains(const PlanRequest &base,
           else
             chain.remats.assign(std::begin(kRematLadder),
                                 std::end(kRematLadder));
+          chain.shards = fsdp * tp * pp;
           if (!chain.microBatchSizes.empty())
             chains.push_back(std::move(chain));
         }
@@ -290,19 +296,52 @@ mlir::parc::searchLayouts(const PlanInvocation &invocation,
   std::string hardwareDir = invocation.hardwareDir.empty()
                                 ? getDefaultHardwareDir()
                                 : invocation.hardwareDir;
-  if (failed(loadHardwareProfile(base.hardware, hardwareDir,
-                                 base.getLocation("cluster.hardware"))) ||
-      !loadPlanModel(base, context))
+  FailureOr<HardwareProfile> hardware = loadHardwareProfile(
+      base.hardware, hardwareDir, base.getLocation("cluster.hardware"));
+  if (failed(hardware))
     return failure();
+  OwningOpRef<ModuleOp> module = loadPlanModel(base, context);
+  if (!module)
+    return failure();
+  ModelOp model = *module->getOps<ModelOp>().begin();
+  int64_t total = ModelStats::compute(model).totalParameters;
+  int64_t trainable = countTrainableParameters(model, total);
+  // What every rank holds at the optimizer step, whatever the activations:
+  // its shard of the master parameters, and of the gradients and both
+  // AdamW moments of the trainable ones (MemoryBreakdown's sharded
+  // parameters, gradients and optimizer state). Replicated parameters only
+  // add to it, so it is a lower bound of the replay's peak.
+  int64_t master = getRecipeDtypeBytes(base.masterDtype);
+  int64_t gradient =
+      std::min(master, getRecipeDtypeBytes(base.gradReduceDtype));
+  int64_t frozen = std::min(master, getRecipeDtypeBytes(base.computeDtype));
+  double stateBytes =
+      double(total - trainable) * double(frozen) +
+      double(trainable) *
+          double(master + gradient + 2 * getRecipeDtypeBytes(base.optimDtype));
 
   SearchResult result;
+  Chain pruned;
   for (StringRef key : kLayoutKeys)
     (isGiven(base, key) ? result.fixedKeys : result.searchedKeys)
         .push_back(key.str());
   result.globalBatchSize = base.globalBatchSize;
   result.globalBatchGiven = isGiven(base, "train.global_batch_size");
 
-  std::vector<Chain> chains = enumerateChains(base, result);
+  result.stateBytes = stateBytes;
+  std::vector<Chain> chains;
+  const Chain *leanest = nullptr; // the chain with the most shards pruned
+  for (Chain &chain : enumerateChains(base, result)) {
+    if (stateBytes / double(chain.shards) <= double(hardware->memoryBytes)) {
+      chains.push_back(std::move(chain));
+      continue;
+    }
+    int64_t size = int64_t(chain.microBatchSizes.size() * chain.remats.size());
+    result.enumerated += size;
+    result.stateOom += size;
+    if (!leanest || chain.shards > leanest->shards)
+      pruned = std::move(chain), leanest = &pruned;
+  }
   std::vector<ChainResult> chainResults(chains.size());
   planInParallel(invocation, chains.size(),
                  [&](CandidatePlanner &planner, size_t index) {
@@ -370,6 +409,21 @@ mlir::parc::searchLayouts(const PlanInvocation &invocation,
   llvm::stable_sort(result.refusals, [](const auto &a, const auto &b) {
     return a.count > b.count;
   });
+  // Every layout pruned: plan the leanest at its smallest micro-batch and
+  // heaviest remat, to say how far from fitting it is.
+  if (result.ranked.empty() && oom.empty() && leanest) {
+    PlanCandidate candidate;
+    candidate.settings = leanest->layout;
+    candidate.settings.push_back(
+        makeAutoSetting("train.micro_batch_size",
+                        llvm::Twine(leanest->microBatchSizes.front())));
+    candidate.settings.push_back(
+        makeAutoSetting("parallel.remat", leanest->remats.back()));
+    CandidatePlanner(invocation).plan(candidate);
+    ++result.evaluated;
+    if (candidate.planned)
+      oom.push_back(std::move(candidate));
+  }
   if (result.ranked.empty() && !oom.empty())
     result.closest = *llvm::min_element(
         oom, [](const PlanCandidate &a, const PlanCandidate &b) {
@@ -489,9 +543,11 @@ void mlir::parc::printSearch(const SearchResult &result,
                                       : llvm::join(result.searchedKeys, ", "))
       << "\n";
   out << "candidates: " << result.enumerated << " enumerated, "
-      << result.refused << " refused, " << result.plannedOom + result.impliedOom
+      << result.refused << " refused, "
+      << result.plannedOom + result.impliedOom + result.stateOom
       << " predicted OOM (" << result.plannedOom << " planned, "
-      << result.impliedOom << " implied by a smaller micro-batch), "
+      << result.impliedOom << " implied by a smaller micro-batch, "
+      << result.stateOom << " by the sharded state alone), "
       << result.dominated
       << " dominated (a lighter remat or policy is as fast), "
       << result.ranked.size() << " ranked\n";
@@ -555,14 +611,17 @@ void mlir::parc::writeSearchJson(llvm::json::OStream &j,
   j.attributeObject("counts", [&] {
     j.attribute("enumerated", result.enumerated);
     j.attribute("refused", result.refused);
-    j.attribute("predicted_oom", result.plannedOom + result.impliedOom);
+    j.attribute("predicted_oom",
+                result.plannedOom + result.impliedOom + result.stateOom);
     j.attribute("planned_oom", result.plannedOom);
     j.attribute("implied_oom", result.impliedOom);
+    j.attribute("state_oom", result.stateOom);
     j.attribute("dominated", result.dominated);
     j.attribute("ranked", int64_t(result.ranked.size()));
     j.attribute("planned", result.evaluated);
   });
   j.attribute("seconds", result.seconds);
+  j.attribute("state_bytes", result.stateBytes);
   auto writeCandidate = [&](const PlanCandidate &candidate,
                             const PlanCandidate *winner) {
     const PlanRequest &request = *candidate.request;

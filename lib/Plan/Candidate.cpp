@@ -125,14 +125,13 @@ void CandidatePlanner::plan(PlanCandidate &candidate) {
   }
   OwningOpRef<ModuleOp> module = model->clone();
   PlanPrediction prediction;
-  if (failed(
-          predictPlan(*module, *request, invocation.hardwareDir, prediction)) ||
-      !prediction.memory || !prediction.cost) {
+  if (failed(predictPlan(*module, *request, invocation.hardwareDir, prediction,
+                         /*costIfOom=*/false)) ||
+      !prediction.memory || (prediction.memory->fits() && !prediction.cost)) {
     refuse(candidate);
     return;
   }
   const MemoryReport &memory = *prediction.memory;
-  const CostReport &cost = *prediction.cost;
   candidate.planned = true;
   candidate.fits = memory.fits();
   for (const RankMemory &rank : memory.ranks)
@@ -141,6 +140,9 @@ void CandidatePlanner::plan(PlanCandidate &candidate) {
   candidate.capacityBytes = memory.hardware.memoryBytes;
   if (!memory.ranks.empty())
     candidate.peakKind = memory.ranks[memory.peakRank].rankKind;
+  if (!prediction.cost)
+    return; // over capacity: no step time predicted
+  const CostReport &cost = *prediction.cost;
   candidate.stepSeconds = cost.stepSeconds;
   candidate.tokensPerSecondPerGpu = cost.tokensPerSecondPerGpu();
   candidate.mfu = cost.mfu();

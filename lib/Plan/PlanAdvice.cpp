@@ -241,10 +241,10 @@ void mlir::parc::printAdvice(ArrayRef<PlanAdvice> advice, double stepSeconds,
     out << "advice: no single change fits";
   } else {
     out << (fitting.front()->combined
-                ? "advice: no single change fits; together, planned (step "
-                  "time against this plan's):\n"
-                : "advice: changes that fit, each planned (step time against "
-                  "this plan's):\n");
+                ? "advice: no single change fits; together, planned"
+                : "advice: changes that fit, each planned")
+        << (stepSeconds > 0 ? " (step time against this plan's):\n"
+                            : ":\n");
     size_t width = 0;
     for (const PlanAdvice *a : fitting)
       width = std::max(width, a->change.size());
@@ -253,8 +253,10 @@ void mlir::parc::printAdvice(ArrayRef<PlanAdvice> advice, double stepSeconds,
       out << "  " << llvm::left_justify(a->change, width) << "  fits, peak "
           << formatGiB(c.peakBytes) << " GiB, headroom "
           << formatGiB(c.capacityBytes - c.peakBytes) << " GiB, step "
-          << formatSeconds(c.stepSeconds) << " s ("
-          << formatStepChange(c.stepSeconds, stepSeconds) << ")\n";
+          << formatSeconds(c.stepSeconds) << " s";
+      if (stepSeconds > 0)
+        out << " (" << formatStepChange(c.stepSeconds, stepSeconds) << ")";
+      out << "\n";
     }
     if (notFitting.empty())
       return;
@@ -292,11 +294,11 @@ void mlir::parc::writeAdviceJson(llvm::json::OStream &j,
                                          : llvm::json::Value(c.refusal));
         j.attribute("peak_bytes", c.planned ? llvm::json::Value(c.peakBytes)
                                             : llvm::json::Value(nullptr));
-        j.attribute("step_time_s", c.planned ? llvm::json::Value(c.stepSeconds)
-                                             : llvm::json::Value(nullptr));
+        j.attribute("step_time_s", c.fits ? llvm::json::Value(c.stepSeconds)
+                                          : llvm::json::Value(nullptr));
         j.attribute(
             "step_change",
-            c.planned && stepSeconds > 0
+            c.fits && stepSeconds > 0
                 ? llvm::json::Value((c.stepSeconds - stepSeconds) / stepSeconds)
                 : llvm::json::Value(nullptr));
       });

@@ -204,32 +204,6 @@ private:
   ScopedDiagnosticHandler handler;
 };
 
-/// Parameters that get gradients, counted as ModelStats counts: a tied
-/// tensor once. requires_grad belongs to the tensor, so freezing any module
-/// that holds a tied tensor freezes it for all of them, as
-/// `module.requires_grad_(False)` does in PyTorch.
-int64_t countTrainableParameters(ModelOp model, const ModelStats &stats) {
-  llvm::DenseSet<Operation *> aliases, frozenStorage;
-  for (TieOp tie : model.getBody()->getOps<TieOp>()) {
-    SmallVector<Operation *> members;
-    for (auto ref : tie.getParams().getAsRange<SymbolRefAttr>())
-      if (Operation *param = SymbolTable::lookupSymbolIn(model, ref))
-        members.push_back(param);
-    if (members.empty())
-      continue;
-    aliases.insert(std::next(members.begin()), members.end());
-    if (llvm::any_of(members, [](Operation *op) { return isFrozen(op); }))
-      frozenStorage.insert(members.front());
-  }
-  int64_t frozen = 0;
-  model.walk([&](ParamOp param) {
-    if (!aliases.contains(param) &&
-        (isFrozen(param) || frozenStorage.contains(param)))
-      frozen += param.getNumElements();
-  });
-  return stats.totalParameters - frozen;
-}
-
 ModelSummary summarizeModel(ModelOp model, StringRef file) {
   ModelStats stats = ModelStats::compute(model);
   ModelSummary summary;
@@ -242,7 +216,8 @@ ModelSummary summarizeModel(ModelOp model, StringRef file) {
     summary.source = source.getValue().str(); // hand-written IR
   summary.file = file.str();
   summary.parameters = stats.totalParameters;
-  summary.trainableParameters = countTrainableParameters(model, stats);
+  summary.trainableParameters =
+      countTrainableParameters(model, stats.totalParameters);
   return summary;
 }
 
@@ -366,7 +341,8 @@ OwningOpRef<ModuleOp> mlir::parc::loadPlanModel(const PlanRequest &request,
 LogicalResult mlir::parc::predictPlan(ModuleOp module,
                                       const PlanRequest &request,
                                       StringRef hardwareDir,
-                                      PlanPrediction &prediction) {
+                                      PlanPrediction &prediction,
+                                      bool costIfOom) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   buildPlanPipeline(pm, request, hardwareDir);
   if (failed(pm.run(module)))
@@ -384,6 +360,8 @@ LogicalResult mlir::parc::predictPlan(ModuleOp module,
   if (failed(memory))
     return failure();
   prediction.memory = *memory;
+  if (!costIfOom && !memory->fits())
+    return success();
 
   CostOptions costOptions;
   costOptions.hardware = request.hardware;

@@ -67,6 +67,10 @@ StringRef mlir::parc::getMlirDtypeName(RecipeDtype dtype) {
   llvm_unreachable("unknown dtype");
 }
 
+int64_t mlir::parc::getRecipeDtypeBytes(RecipeDtype dtype) {
+  return dtype == RecipeDtype::FP32 ? 4 : 2;
+}
+
 Location PlanRequest::getLocation(StringRef key) const {
   auto it = origins.find(key.str());
   return it != origins.end() ? Location(it->second) : Location(recipeLoc);

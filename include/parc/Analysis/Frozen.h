@@ -26,6 +26,12 @@ bool isFrozen(Operation *op);
 /// is an error on the model naming it.
 LogicalResult markFrozen(ModelOp model, llvm::ArrayRef<std::string> paths);
 
+/// Parameters that get gradients out of `totalParameters` (ModelStats's
+/// count: a tied tensor once). requires_grad belongs to the tensor, so
+/// freezing any module that holds a tied tensor freezes it for all of them,
+/// as `module.requires_grad_(False)` does in PyTorch.
+int64_t countTrainableParameters(ModelOp model, int64_t totalParameters);
+
 } // namespace mlir::parc
 
 #endif // PARC_ANALYSIS_FROZEN_H

@@ -31,6 +31,12 @@ struct SearchResult {
   bool globalBatchGiven = false;
   int64_t enumerated = 0, refused = 0, plannedOom = 0, impliedOom = 0,
           dominated = 0;
+  /// Candidates whose layout shards the parameters, gradients and
+  /// optimizer state over too few GPUs for them alone to fit: not planned.
+  int64_t stateOom = 0;
+  /// Bytes of the parameters, gradients and optimizer state of one replica
+  /// (the lower bound a layout divides by its shards).
+  double stateBytes = 0;
   /// The refusals, one per distinct message, most frequent first: the
   /// message, how many candidates it refused and one of their layouts.
   struct Refusal {

@@ -59,6 +59,7 @@ struct PlanCandidate {
   std::vector<std::pair<std::string, int64_t>> peaks;
   int64_t peakBytes = 0, capacityBytes = 0;
   std::string peakKind;
+  /// Predicted for a plan that fits only (0 otherwise).
   double stepSeconds = 0, tokensPerSecondPerGpu = 0, mfu = 0;
   StepParts parts;
 };

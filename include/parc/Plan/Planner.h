@@ -74,11 +74,13 @@ struct PlanPrediction {
 };
 
 /// Runs the planning pipeline `request` asks for on `module` (loadPlanModel's)
-/// and predicts every rank's memory and the step time; what was predicted
-/// before a failure stays in `prediction`.
+/// and predicts every rank's memory and the step time (with `costIfOom`
+/// false, only for a plan that fits: the search needs no step time of a
+/// plan it discards); what was predicted before a failure stays in
+/// `prediction`.
 LogicalResult predictPlan(ModuleOp module, const PlanRequest &request,
                           llvm::StringRef hardwareDir,
-                          PlanPrediction &prediction);
+                          PlanPrediction &prediction, bool costIfOom = true);
 
 /// Adds the passes `request` asks for to `pm` (on builtin.module; the
 /// passes run nested on each parc.model), in the order torchtitan

@@ -50,6 +50,8 @@ enum class RecipeDtype { BF16, FP16, FP32 };
 
 /// "bf16", "fp16", "fp32".
 StringRef getRecipeDtypeName(RecipeDtype dtype);
+/// Bytes per element: 2 or 4.
+int64_t getRecipeDtypeBytes(RecipeDtype dtype);
 /// The spelling of MLIR and of parc's pass options: "bf16", "f16", "f32".
 StringRef getMlirDtypeName(RecipeDtype dtype);
 

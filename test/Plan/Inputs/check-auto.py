@@ -22,13 +22,14 @@ parts = (
     counts["refused"]
     + counts["planned_oom"]
     + counts["implied_oom"]
+    + counts["state_oom"]
     + counts["dominated"]
     + counts["ranked"]
 )
 if parts != counts["enumerated"]:
     fail("refused + OOM + dominated + ranked = %d, enumerated %d" % (parts, counts["enumerated"]))
-if counts["predicted_oom"] != counts["planned_oom"] + counts["implied_oom"]:
-    fail("predicted_oom is not planned_oom + implied_oom")
+if counts["predicted_oom"] != counts["planned_oom"] + counts["implied_oom"] + counts["state_oom"]:
+    fail("predicted_oom is not planned_oom + implied_oom + state_oom")
 if sum(r["count"] for r in search["refusals"]) != counts["refused"]:
     fail("the refusals' counts do not add up to %d" % counts["refused"])
 ranked = search["ranked"]
@@ -40,6 +41,9 @@ for r in ranked:
         fail("ranked plan %d does not fit" % r["rank"])
     if r["peak_bytes"] != max(p["peak_bytes"] for p in r["peaks"]):
         fail("ranked plan %d: peak_bytes is not its largest rank kind's" % r["rank"])
+    shards = r["fsdp"] * r["tp"] * r["pp"]
+    if r["peak_bytes"] < search["state_bytes"] / shards:
+        fail("ranked plan %d peaks below the sharded-state bound the search prunes with" % r["rank"])
     if (r["rank"] == 1) != (r["loses_on"] is None):
         fail("ranked plan %d: loses_on" % r["rank"])
 
