@@ -205,8 +205,9 @@ parallel: {remat: every:0, remat_scope: audio}
   EXPECT_TRUE(log.contains("key 'train.seq_len' must be positive, got 0"));
   EXPECT_TRUE(
       log.contains("key 'train.optimizer' must be one of adamw, got 'sgd'"));
-  EXPECT_TRUE(log.contains("key 'parallel.remat' must be one of full, "
-                           "selective, every:N (N > 0), none, got 'every:0'"));
+  EXPECT_TRUE(
+      log.contains("key 'parallel.remat' must be one of full, "
+                   "selective, every:N (N > 0), budget, none, got 'every:0'"));
   EXPECT_TRUE(log.contains("key 'parallel.remat_scope' must be one of all, "
                            "language, vision, got 'audio'"))
       << log.joined();
@@ -370,7 +371,6 @@ TEST_F(RecipeTest, PipelineFollowsTheRequest) {
   EXPECT_EQ(getMlirDtypeName(RecipeDtype::FP16), "f16");
 }
 
-
 /// Every field a plan depends on, for comparing two requests.
 std::string describe(const PlanRequest &r) {
   std::string text;
@@ -391,7 +391,7 @@ std::string describe(const PlanRequest &r) {
   os << "|" << r.microbatches << "|" << r.fsdpPrefetch << "|"
      << r.reshardAfterForward << "|" << r.fsdpGradSync << "|"
      << r.sequenceParallel << "|" << r.lossParallel << "|" << r.remat << "|"
-     << r.rematScope << "|";
+     << r.rematScope << "|" << llvm::format("%.17g", r.rematMargin) << "|";
   for (const std::string &path : r.stacks)
     os << path << ",";
   os << "|" << r.gradAccumulation;
@@ -408,7 +408,8 @@ TEST_F(RecipeTest, WrittenRecipeReadsBackToTheSameRequest) {
     return options[random() % sizeof...(choices)];
   };
   for (int draw = 0; draw < 64; ++draw) {
-    int64_t gpusPerNode = int64_t(1) << (random() % 4), nodes = 1 + random() % 4;
+    int64_t gpusPerNode = int64_t(1) << (random() % 4),
+            nodes = 1 + random() % 4;
     int64_t world = gpusPerNode * nodes;
     auto divisorOf = [&](int64_t n) {
       std::vector<int64_t> divisors;
@@ -438,10 +439,14 @@ TEST_F(RecipeTest, WrittenRecipeReadsBackToTheSameRequest) {
         set("train.seq_len=" + std::to_string(128 << (random() % 6))),
         set("train.max_norm=" + pick("0", "1.0", "0.3", "2.5e-1")),
         set("train.optim_dtype=" + pick("bf16", "fp32")),
-        set("train.frozen=" + pick("[]", "[model.vision_tower]",
-                                   "['a.b', \"c\"]")),
-        set("parallel.remat=" + pick("none", "selective", "full", "every:3")),
+        set("train.frozen=" +
+            pick("[]", "[model.vision_tower]", "['a.b', \"c\"]")),
+        set("parallel.remat=" +
+            (pp == 1 && random() % 5 == 0
+                 ? std::string("budget")
+                 : pick("none", "selective", "full", "every:3"))),
         set("parallel.remat_scope=" + pick("all", "language", "vision")),
+        set("parallel.remat_margin=" + pick("0", "0.05", "0.125", "0.5")),
         set("parallel.fsdp_prefetch=" + pick("0", "1", "2")),
         set("parallel.fsdp_reshard_after_forward=" + pick("true", "false")),
         set("parallel.fsdp_grad_sync=" +

@@ -60,8 +60,11 @@ constexpr size_t kRefined = 16;
 /// The refusal reasons the text report lists, most frequent first.
 constexpr size_t kRefusalsShown = 6;
 
-/// Remat modes, lightest first.
-constexpr llvm::StringLiteral kRematLadder[] = {"none", "selective", "full"};
+/// Remat modes, lightest first; budget (one pipeline stage only) chooses
+/// per layer among the others, recomputing least within the device less
+/// its margin.
+constexpr llvm::StringLiteral kRematLadder[] = {"none", "selective", "budget",
+                                                "full"};
 
 /// Whether the user gave `key` (the recipe, --set or a flag), rather than
 /// leaving it to parc's or the framework's default.
@@ -108,8 +111,11 @@ void runChain(CandidatePlanner &planner, const Chain &chain,
   bool first = true;
   for (int64_t mbs : chain.microBatchSizes) {
     bool fitted = false;
+    StringRef fittedBy;
     for (auto [index, remat] : llvm::enumerate(chain.remats)) {
-      if (fitted) {
+      // A whole-model selective plan that fits does not dominate the
+      // budget's: mixing whole layers and selective ones may recompute less.
+      if (fitted && !(remat == "budget" && fittedBy == "selective")) {
         ++result.dominated;
         continue;
       }
@@ -134,6 +140,8 @@ void runChain(CandidatePlanner &planner, const Chain &chain,
         }
         ++result.refused;
       } else if (candidate.fits) {
+        if (!fitted)
+          fittedBy = remat;
         fitted = true;
       } else {
         ++result.plannedOom;
@@ -213,8 +221,9 @@ std::vector<Chain> enumerateChains(const PlanRequest &base,
           if (fixed("parallel.remat"))
             chain.remats.push_back(base.remat);
           else
-            chain.remats.assign(std::begin(kRematLadder),
-                                std::end(kRematLadder));
+            for (StringRef remat : kRematLadder)
+              if (remat != "budget" || pp == 1)
+                chain.remats.push_back(remat);
           chain.shards = fsdp * tp * pp;
           if (!chain.microBatchSizes.empty())
             chains.push_back(std::move(chain));
@@ -547,8 +556,7 @@ void mlir::parc::printSearch(const SearchResult &result,
       << result.plannedOom + result.impliedOom + result.stateOom
       << " predicted OOM (" << result.plannedOom << " planned, "
       << result.impliedOom << " implied by a smaller micro-batch, "
-      << result.stateOom << " by the sharded state alone), "
-      << result.dominated
+      << result.stateOom << " by the sharded state alone), " << result.dominated
       << " dominated (a lighter remat or policy is as fast), "
       << result.ranked.size() << " ranked\n";
   out << "  planned " << result.evaluated << " in "

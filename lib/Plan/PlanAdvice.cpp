@@ -136,7 +136,7 @@ int getRematWeight(StringRef remat) {
     return 0;
   if (remat == "selective")
     return 1;
-  return remat == "full" ? 3 : 2; // every:N sits between
+  return remat == "full" ? 3 : 2; // every:N and budget sit between
 }
 
 /// The single changes worth trying on `request`, in the order a
@@ -146,10 +146,20 @@ int getRematWeight(StringRef remat) {
 /// nodes.
 std::vector<Change> getSingleChanges(const PlanRequest &request) {
   std::vector<Change> changes;
-  for (StringRef remat : {"selective", "full"})
+  for (StringRef remat : {"selective", "budget", "full"}) {
+    // The budget recomputes least among the plans that fit with the
+    // margin; it is no help where full remat is already asked for, and
+    // needs one pipeline stage.
+    if (remat == "budget") {
+      if (request.pp == 1 && request.remat != "full" &&
+          request.remat != "budget")
+        changes.push_back(Change{remat.str()});
+      continue;
+    }
     if (getRematWeight(remat) > getRematWeight(request.remat) ||
         (remat == request.remat && request.rematScope != "all"))
       changes.push_back(Change{remat.str()});
+  }
   if (!request.reshardAfterForward)
     changes.push_back(Change{std::nullopt, true});
   if (request.fsdpGradSync == "last-micro-batch")
@@ -243,8 +253,7 @@ void mlir::parc::printAdvice(ArrayRef<PlanAdvice> advice, double stepSeconds,
     out << (fitting.front()->combined
                 ? "advice: no single change fits; together, planned"
                 : "advice: changes that fit, each planned")
-        << (stepSeconds > 0 ? " (step time against this plan's):\n"
-                            : ":\n");
+        << (stepSeconds > 0 ? " (step time against this plan's):\n" : ":\n");
     size_t width = 0;
     for (const PlanAdvice *a : fitting)
       width = std::max(width, a->change.size());

@@ -59,7 +59,12 @@ void mlir::parc::printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
   out << "\n";
   out << "  remat: " << request.remat;
   if (request.remat != "none")
-    out << " (scope " << request.rematScope << ")";
+    out << " (scope " << request.rematScope;
+  if (request.remat == "budget")
+    out << ", " << formatFixed(request.rematMargin * 100, 1)
+        << " % of the device left free";
+  if (request.remat != "none")
+    out << ")";
   out << "\n";
   out << "  batch: seq " << request.seqLen << ", micro-batch "
       << request.microBatchSize << ", global batch " << request.globalBatchSize
@@ -160,6 +165,7 @@ void writePlan(llvm::json::OStream &j, const PlanRequest &request,
   j.attribute("data_parallel", request.getDataParallelRanks());
   j.attribute("remat", request.remat);
   j.attribute("remat_scope", request.rematScope);
+  j.attribute("remat_margin", request.rematMargin);
   j.attribute("seq_len", request.seqLen);
   j.attribute("micro_batch_size", request.microBatchSize);
   j.attribute("global_batch_size", request.globalBatchSize);

@@ -48,7 +48,8 @@ using namespace mlir::parc;
 
 void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
                                    const PlanRequest &request,
-                                   StringRef hardwareDir) {
+                                   StringRef hardwareDir,
+                                   int64_t rematBudgetBytes) {
   // Every pass plans one parc.model (IsolatedFromAbove).
   OpPassManager &pm = modulePm.nest<ModelOp>();
   DiscoverLayersOptions discover;
@@ -68,6 +69,14 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
     ApplyRematOptions remat;
     remat.mode = request.remat;
     remat.scope = request.rematScope;
+    if (request.remat == "budget") {
+      remat.budget = rematBudgetBytes;
+      remat.seqLen = request.seqLen;
+      remat.microBatch = request.microBatchSize;
+      remat.computeDtype = getMlirDtypeName(request.computeDtype).str();
+      remat.hardware = request.hardware;
+      remat.hardwareDir = hardwareDir.str();
+    }
     pm.addPass(createApplyRemat(remat));
   }
   if (request.pp > 1) {
@@ -338,24 +347,35 @@ OwningOpRef<ModuleOp> mlir::parc::loadPlanModel(const PlanRequest &request,
   return module;
 }
 
-LogicalResult mlir::parc::predictPlan(ModuleOp module,
-                                      const PlanRequest &request,
-                                      StringRef hardwareDir,
-                                      PlanPrediction &prediction,
-                                      bool costIfOom) {
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  buildPlanPipeline(pm, request, hardwareDir);
-  if (failed(pm.run(module)))
-    return failure();
-  prediction.pipelineRan = true;
-  ModelOp model = *module.getOps<ModelOp>().begin();
-
+MemoryOptions mlir::parc::getMemoryOptions(const PlanRequest &request,
+                                           StringRef hardwareDir) {
   MemoryOptions options;
   options.hardware = request.hardware;
   options.hardwareDir = hardwareDir.str();
   options.seqLen = request.seqLen;
   options.microBatch = request.microBatchSize;
   options.gradAccumulation = request.gradAccumulation;
+  return options;
+}
+
+LogicalResult mlir::parc::predictPlan(ModuleOp module,
+                                      const PlanRequest &request,
+                                      StringRef hardwareDir,
+                                      PlanPrediction &prediction,
+                                      bool costIfOom) {
+  if (request.remat == "budget") {
+    // A plan the trials could not make fails below with its own error.
+    FailureOr<int64_t> budget = fitRematBudget(module, request, hardwareDir);
+    prediction.rematBudgetBytes = succeeded(budget) ? *budget : 0;
+  }
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  buildPlanPipeline(pm, request, hardwareDir, prediction.rematBudgetBytes);
+  if (failed(pm.run(module)))
+    return failure();
+  prediction.pipelineRan = true;
+  ModelOp model = *module.getOps<ModelOp>().begin();
+
+  MemoryOptions options = getMemoryOptions(request, hardwareDir);
   FailureOr<MemoryReport> memory = estimateMemory(model, options);
   if (failed(memory))
     return failure();
@@ -397,11 +417,6 @@ void planRequest(const PlanInvocation &invocation, const PlanRequest &request,
   ModelOp model = *module->getOps<ModelOp>().begin();
   outcome.model = summarizeModel(model, request.getModelFile());
 
-  PassManager pm(context, ModuleOp::getOperationName());
-  buildPlanPipeline(pm, request, hardwareDir);
-  llvm::raw_string_ostream pipeline(outcome.pipeline);
-  pm.printAsTextualPipeline(pipeline);
-
   // On failure --emit-mlir writes what the pipeline was given, so that the
   // failing pass can be rerun under parc-opt.
   OwningOpRef<ModuleOp> input;
@@ -410,6 +425,10 @@ void planRequest(const PlanInvocation &invocation, const PlanRequest &request,
   PlanPrediction prediction;
   LogicalResult planned =
       predictPlan(*module, request, hardwareDir, prediction);
+  PassManager pm(context, ModuleOp::getOperationName());
+  buildPlanPipeline(pm, request, hardwareDir, prediction.rematBudgetBytes);
+  llvm::raw_string_ostream pipeline(outcome.pipeline);
+  pm.printAsTextualPipeline(pipeline);
   if (!prediction.pipelineRan) {
     emitRemark(model.getLoc())
         << "planning stopped in the pipeline; rerun it on the IR that "

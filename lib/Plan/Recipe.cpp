@@ -80,12 +80,15 @@ static constexpr RecipeKey kRecipeKeys[] = {
     {"model.hf_config", "model", false, "path",
      "Hugging Face config.json of the model"},
     {"model.mlir", "mlir", false, "path", "parc IR (.mlir) of the model"},
-    {"train.seq_len", "seq", false, "n", "Sequence length in tokens", RecipeLimits::kMaxSeqLen},
+    {"train.seq_len", "seq", false, "n", "Sequence length in tokens",
+     RecipeLimits::kMaxSeqLen},
     {"train.micro_batch_size", "mbs", false, "n",
-     "Sequences per rank per forward (default 1)", RecipeLimits::kMaxMicroBatchTokens},
+     "Sequences per rank per forward (default 1)",
+     RecipeLimits::kMaxMicroBatchTokens},
     {"train.global_batch_size", "gbs", false, "n",
      "Sequences per optimizer step (default: micro-batch x data-parallel "
-     "ranks)", RecipeLimits::kMaxGlobalBatch},
+     "ranks)",
+     RecipeLimits::kMaxGlobalBatch},
     {"train.compute_dtype", "dtype", false, "dtype",
      "Dtype of forward/backward compute: bf16, fp16, fp32 (default bf16)"},
     {"train.master_dtype", "master-dtype", false, "dtype",
@@ -103,29 +106,39 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Dotted paths of modules to freeze (no gradients, no optimizer state)"},
     {"cluster.hardware", "hardware", false, "name",
      "Hardware profile name (hardware/<name>.json)"},
-    {"cluster.nodes", "nodes", false, "n", "Nodes (default 1)", RecipeLimits::kMaxGpus},
-    {"cluster.gpus_per_node", "gpus-per-node", false, "n", "GPUs per node", RecipeLimits::kMaxGpus},
+    {"cluster.nodes", "nodes", false, "n", "Nodes (default 1)",
+     RecipeLimits::kMaxGpus},
+    {"cluster.gpus_per_node", "gpus-per-node", false, "n", "GPUs per node",
+     RecipeLimits::kMaxGpus},
     {"cluster.gpus", "gpus", false, "n",
-     "GPUs in all (instead of gpus_per_node: gpus / nodes per node)", RecipeLimits::kMaxGpus},
+     "GPUs in all (instead of gpus_per_node: gpus / nodes per node)",
+     RecipeLimits::kMaxGpus},
     {"parallel.dp", "dp", false, "n",
-     "Data-parallel replicas of the FSDP groups, HSDP (default 1)", RecipeLimits::kMaxGpus},
+     "Data-parallel replicas of the FSDP groups, HSDP (default 1)",
+     RecipeLimits::kMaxGpus},
     {"parallel.fsdp", "fsdp", false, "n",
-     "FSDP shards (default: every GPU not used by dp x tp x pp)", RecipeLimits::kMaxGpus},
-    {"parallel.tp", "tp", false, "n", "Tensor-parallel degree (default 1)", RecipeLimits::kMaxGpus},
-    {"parallel.pp", "pp", false, "n", "Pipeline-parallel degree (default 1)", RecipeLimits::kMaxGpus},
+     "FSDP shards (default: every GPU not used by dp x tp x pp)",
+     RecipeLimits::kMaxGpus},
+    {"parallel.tp", "tp", false, "n", "Tensor-parallel degree (default 1)",
+     RecipeLimits::kMaxGpus},
+    {"parallel.pp", "pp", false, "n", "Pipeline-parallel degree (default 1)",
+     RecipeLimits::kMaxGpus},
     {"parallel.pp_schedule", "schedule", false, "name",
      "Pipeline schedule: gpipe, 1f1b, interleaved-1f1b (default 1f1b)"},
     {"parallel.pp_chunks", "chunks", false, "n",
      "Model chunks per pipeline rank (interleaved-1f1b; default 1)", 1024},
     {"parallel.pp_split", "pp-split", true, "n",
      "Pinned layers per (virtual) pipeline stage, in order (default: the "
-     "cost-balanced split)", 4096},
+     "cost-balanced split)",
+     4096},
     {"parallel.microbatches", "microbatches", false, "n",
      "Micro-batches per optimizer step (default: global batch / "
-     "(micro-batch x data-parallel ranks), or pp when no global batch)", RecipeLimits::kMaxMicrobatches},
+     "(micro-batch x data-parallel ranks), or pp when no global batch)",
+     RecipeLimits::kMaxMicrobatches},
     {"parallel.fsdp_prefetch", "fsdp-prefetch", false, "n",
      "FSDP units gathered ahead of the one computing, in forward and "
-     "backward (default 1, FSDP2's)", 64},
+     "backward (default 1, FSDP2's)",
+     64},
     {"parallel.fsdp_grad_sync", "fsdp-grad-sync", false, "name",
      "When FSDP reduce-scatters gradients under gradient accumulation: "
      "every-micro-batch (shards accumulate) or last-micro-batch (unsharded "
@@ -140,7 +153,12 @@ static constexpr RecipeKey kRecipeKeys[] = {
     {"parallel.loss_parallel", "loss-parallel", false, "bool",
      "Vocab-parallel loss with TP: true or false (default false)"},
     {"parallel.remat", "remat", false, "mode",
-     "Activation remat: full, selective, every:N, none (default none)"},
+     "Activation remat: full, selective, every:N, budget (per layer, the "
+     "least recompute that fits with remat_margin to spare), none (default "
+     "none)"},
+    {"parallel.remat_margin", "remat-margin", false, "x",
+     "remat budget: the fraction of device memory left free, 0 to 0.5 "
+     "(default 0.05)"},
     {"parallel.remat_scope", "remat-scope", false, "scope",
      "Stacks remat applies to: all, language, vision (default all)"},
     {"parallel.stacks", "stacks", true, "path",
@@ -154,8 +172,8 @@ static constexpr RecipeKey kRecipeKeys[] = {
 
 ArrayRef<RecipeKey> mlir::parc::getRecipeKeys() { return kRecipeKeys; }
 
-static constexpr llvm::StringLiteral kSections[] = {
-    "model", "train", "cluster", "parallel", "search"};
+static constexpr llvm::StringLiteral kSections[] = {"model", "train", "cluster",
+                                                    "parallel", "search"};
 
 static const RecipeKey *findRecipeKey(StringRef key) {
   for (const RecipeKey &known : kRecipeKeys)
@@ -347,9 +365,9 @@ void RecipeReader::flatten(StringRef text) {
 void RecipeReader::load(const TranslatedRecipe &translated) {
   framework = translated.framework;
   for (const TranslatedEntry &entry : translated.entries)
-    entries.insert_or_assign(
-        entry.key, Entry{YAML::Load(entry.yaml), Location(entry.loc), true,
-                         entry.replacedBy});
+    entries.insert_or_assign(entry.key,
+                             Entry{YAML::Load(entry.yaml), Location(entry.loc),
+                                   true, entry.replacedBy});
 }
 
 void RecipeReader::applyFrameworkDefaults(PlanRequest &request) {
@@ -448,17 +466,17 @@ void RecipeReader::readNonNegative(StringRef key, double &out) {
   double value;
   if (entry->value.Tag() == "!" || StringRef(*text).getAsDouble(value) ||
       !(value >= 0) || std::isinf(value)) {
-    error(*entry) << "key '" << key << "' must be a number >= 0, got '"
-                  << *text << "'";
+    error(*entry) << "key '" << key << "' must be a number >= 0, got '" << *text
+                  << "'";
     return;
   }
   out = value;
 }
 
-void RecipeReader::readAtLeast(StringRef key, int64_t &out,
-                               int64_t minimum) {
+void RecipeReader::readAtLeast(StringRef key, int64_t &out, int64_t minimum) {
   const Entry *entry = lookup(key);
-  StringRef what = minimum > 0 ? "a positive integer" : "a non-negative integer";
+  StringRef what =
+      minimum > 0 ? "a positive integer" : "a non-negative integer";
   std::optional<std::string> text = scalar(key, what);
   if (!text)
     return;
@@ -485,8 +503,7 @@ void RecipeReader::readAtLeast(StringRef key, int64_t &out,
   out = value;
 }
 
-bool RecipeReader::checkMax(const Entry &entry, StringRef key,
-                            int64_t value) {
+bool RecipeReader::checkMax(const Entry &entry, StringRef key, int64_t value) {
   const RecipeKey *known = findRecipeKey(key);
   if (!known || !known->max || value <= known->max)
     return true;
@@ -557,8 +574,8 @@ void RecipeReader::readList(StringRef key, std::vector<std::string> &out,
     out = std::move(items);
     return;
   }
-  error(*entry) << "key '" << key << "' must be a list of " << what
-                << ", got " << describe(entry->value);
+  error(*entry) << "key '" << key << "' must be a list of " << what << ", got "
+                << describe(entry->value);
 }
 
 void RecipeReader::readPositiveList(StringRef key, std::vector<int64_t> &out) {
@@ -580,12 +597,13 @@ void RecipeReader::readPositiveList(StringRef key, std::vector<int64_t> &out) {
 
 void RecipeReader::readRemat(StringRef key, std::string &out) {
   std::optional<std::string> text =
-      scalar(key, "one of full, selective, every:N, none");
+      scalar(key, "one of full, selective, every:N, budget, none");
   if (!text)
     return;
   StringRef mode = *text;
   int64_t every;
-  if (mode == "full" || mode == "selective" || mode == "none") {
+  if (mode == "full" || mode == "selective" || mode == "budget" ||
+      mode == "none") {
     out = mode.str();
     return;
   }
@@ -596,7 +614,7 @@ void RecipeReader::readRemat(StringRef key, std::string &out) {
   }
   error(*lookup(key)) << "key '" << key
                       << "' must be one of full, selective, every:N (N > 0), "
-                         "none, got '"
+                         "budget, none, got '"
                       << *text << "'";
 }
 
@@ -667,20 +685,19 @@ void RecipeReader::build(PlanRequest &request) {
   readPositiveList("parallel.pp_split", request.ppSplit);
   readCount("parallel.fsdp_prefetch", request.fsdpPrefetch);
   std::string reshard = "true";
-  readChoice("parallel.fsdp_reshard_after_forward", {"true", "false"},
-             reshard);
+  readChoice("parallel.fsdp_reshard_after_forward", {"true", "false"}, reshard);
   request.reshardAfterForward = reshard == "true";
   readChoice("parallel.fsdp_grad_sync",
              {"every-micro-batch", "last-micro-batch"}, request.fsdpGradSync);
   std::string sequenceParallel = "false", lossParallel = "false";
-  readChoice("parallel.sequence_parallel", {"true", "false"},
-             sequenceParallel);
+  readChoice("parallel.sequence_parallel", {"true", "false"}, sequenceParallel);
   readChoice("parallel.loss_parallel", {"true", "false"}, lossParallel);
   request.sequenceParallel = sequenceParallel == "true";
   request.lossParallel = lossParallel == "true";
   readRemat("parallel.remat", request.remat);
   readChoice("parallel.remat_scope", {"all", "language", "vision"},
              request.rematScope);
+  readNonNegative("parallel.remat_margin", request.rematMargin);
   readList("parallel.stacks", request.stacks);
 
   std::string searchAuto = "false";
@@ -729,10 +746,11 @@ void RecipeReader::check(PlanRequest &request) {
   int64_t world = request.getWorldSize();
   if (world > RecipeLimits::kMaxGpus) {
     const Entry *nodes = lookup("cluster.nodes");
-    error(gpusEntry ? gpusEntry->loc : nodes ? nodes->loc : fileLoc())
-        << request.nodes << " nodes x " << request.gpusPerNode << " = "
-        << world << " GPUs, at most " << RecipeLimits::kMaxGpus
-        << " are supported";
+    error(gpusEntry ? gpusEntry->loc
+          : nodes   ? nodes->loc
+                    : fileLoc())
+        << request.nodes << " nodes x " << request.gpusPerNode << " = " << world
+        << " GPUs, at most " << RecipeLimits::kMaxGpus << " are supported";
     return;
   }
   if (int64_t tokens = request.microBatchSize * request.seqLen;
@@ -775,14 +793,15 @@ void RecipeReader::check(PlanRequest &request) {
   int64_t used;
   bool wraps = llvm::MulOverflow(request.fsdp, others, used);
   if (wraps || used != world) {
-    error(parallelLoc) << (request.dp > 1 ? "dp " + std::to_string(request.dp) +
-                                                " x "
-                                          : std::string())
+    error(parallelLoc) << (request.dp > 1
+                               ? "dp " + std::to_string(request.dp) + " x "
+                               : std::string())
                        << "fsdp " << request.fsdp << " x tp " << request.tp
                        << " x pp " << request.pp << " = "
-                       << (wraps ? std::string("over 2^63") : std::to_string(used))
-                       << " GPUs, but the cluster has "
-                       << cluster << "; the product must use every GPU";
+                       << (wraps ? std::string("over 2^63")
+                                 : std::to_string(used))
+                       << " GPUs, but the cluster has " << cluster
+                       << "; the product must use every GPU";
     return;
   }
 
@@ -815,8 +834,7 @@ void RecipeReader::check(PlanRequest &request) {
         << " / (micro_batch_size " << request.microBatchSize
         << " x data-parallel ranks " << request.getDataParallelRanks()
         << ") = " << request.gradAccumulation
-        << " micro-batches per step, at most "
-        << RecipeLimits::kMaxMicrobatches
+        << " micro-batches per step, at most " << RecipeLimits::kMaxMicrobatches
         << " are supported (the program unrolls them): raise "
            "micro_batch_size";
     return;
@@ -831,6 +849,21 @@ void RecipeReader::check(PlanRequest &request) {
     return;
   }
   request.microbatches = request.gradAccumulation;
+  if (const Entry *margin = lookup("parallel.remat_margin");
+      margin && request.rematMargin > 0.5) {
+    error(*margin) << "key 'parallel.remat_margin' must be at most 0.5 (the "
+                      "fraction of device memory left free), got '"
+                   << margin->value.Scalar() << "'";
+    return;
+  }
+  if (request.remat == "budget" && request.pp > 1) {
+    const Entry *remat = lookup("parallel.remat");
+    error(remat ? remat->loc : fileLoc())
+        << "remat budget needs pp 1, got pp " << request.pp
+        << ": pipeline stages keep different numbers of micro-batches in "
+           "flight; name full, selective or every:N";
+    return;
+  }
   if (request.ppChunks > 1 && request.ppSchedule != "interleaved-1f1b") {
     const Entry *chunks = lookup("parallel.pp_chunks");
     error(chunks ? chunks->loc : fileLoc())
@@ -870,8 +903,8 @@ FailureOr<PlanRequest> RecipeReader::read(const TranslatedRecipe &translated,
   return finish(request, settings);
 }
 
-FailureOr<PlanRequest>
-RecipeReader::finish(PlanRequest &request, ArrayRef<RecipeSetting> settings) {
+FailureOr<PlanRequest> RecipeReader::finish(PlanRequest &request,
+                                            ArrayRef<RecipeSetting> settings) {
   request.recipeLoc = fileLoc();
   try {
     for (const RecipeSetting &setting : settings)
@@ -925,11 +958,9 @@ mlir::parc::readRecipeFile(StringRef path, ArrayRef<RecipeSetting> settings,
                     settings, context);
 }
 
-FailureOr<PlanRequest>
-mlir::parc::readTranslatedRecipe(const TranslatedRecipe &translated,
-                                 StringRef filename,
-                                 ArrayRef<RecipeSetting> settings,
-                                 MLIRContext *context) {
+FailureOr<PlanRequest> mlir::parc::readTranslatedRecipe(
+    const TranslatedRecipe &translated, StringRef filename,
+    ArrayRef<RecipeSetting> settings, MLIRContext *context) {
   // The translation resolved its paths: nothing is relative to the file.
   return RecipeReader(context, filename, ".").read(translated, settings);
 }

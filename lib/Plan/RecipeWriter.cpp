@@ -94,5 +94,7 @@ void mlir::parc::writeRecipe(const PlanRequest &request,
   os << "  loss_parallel: " << boolText(request.lossParallel) << "\n";
   os << "  remat: " << quote(request.remat) << "\n";
   os << "  remat_scope: " << request.rematScope << "\n";
+  os << "  remat_margin: " << llvm::format("%.17g", request.rematMargin)
+     << "\n";
   os << "  stacks: " << quoteList(request.stacks) << "\n";
 }

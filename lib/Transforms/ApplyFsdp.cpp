@@ -7,11 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "parc/Analysis/Grids.h"
 #include "parc/Analysis/Frozen.h"
+#include "parc/Analysis/Grids.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Transforms/Passes.h"
+
+#include "DtypeOption.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
@@ -24,19 +26,6 @@ namespace mlir::parc {
 namespace {
 
 constexpr int kRootUnit = -1;
-
-FailureOr<Type> parseDtype(StringRef name, StringRef option, ModelOp model) {
-  Builder b(model.getContext());
-  if (name == "bf16" || name == "bfloat16")
-    return Type(b.getBF16Type());
-  if (name == "f16" || name == "fp16" || name == "float16")
-    return Type(b.getF16Type());
-  if (name == "f32" || name == "fp32" || name == "float32")
-    return Type(b.getF32Type());
-  return mlir::emitError(model->getLoc())
-         << "unknown " << option << " '" << name
-         << "' (expected bf16, f16 or f32)";
-}
 
 int64_t roundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -90,10 +79,13 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
     if (prefetch < 0)
       return mlir::emitError(model->getLoc())
              << "apply-fsdp needs prefetch >= 0, got " << int64_t(prefetch);
-    FailureOr<Type> compute = parseDtype(computeDtype, "compute-dtype", model);
-    FailureOr<Type> master = parseDtype(masterDtype, "master-dtype", model);
-    FailureOr<Type> reduce = parseDtype(reduceDtype, "reduce-dtype", model);
-    FailureOr<Type> optim = parseDtype(optimDtype, "optim-dtype", model);
+    FailureOr<Type> compute =
+        parseDtypeOption(computeDtype, "compute-dtype", model);
+    FailureOr<Type> master =
+        parseDtypeOption(masterDtype, "master-dtype", model);
+    FailureOr<Type> reduce =
+        parseDtypeOption(reduceDtype, "reduce-dtype", model);
+    FailureOr<Type> optim = parseDtypeOption(optimDtype, "optim-dtype", model);
     if (failed(compute) || failed(master) || failed(reduce) || failed(optim))
       return failure();
 

@@ -69,9 +69,16 @@ OwningOpRef<ModuleOp> loadPlanModel(const PlanRequest &request,
 /// What planning predicted; each part present once it was computed.
 struct PlanPrediction {
   bool pipelineRan = false;
+  /// remat budget: the activation bytes apply-remat was given (-1: another
+  /// remat mode).
+  int64_t rematBudgetBytes = -1;
   std::optional<MemoryReport> memory;
   std::optional<CostReport> cost;
 };
+
+/// The memory replay's options for `request`'s batch and hardware.
+MemoryOptions getMemoryOptions(const PlanRequest &request,
+                               llvm::StringRef hardwareDir);
 
 /// Runs the planning pipeline `request` asks for on `module` (loadPlanModel's)
 /// and predicts every rank's memory and the step time (with `costIfOom`
@@ -86,9 +93,21 @@ LogicalResult predictPlan(ModuleOp module, const PlanRequest &request,
 /// passes run nested on each parc.model), in the order torchtitan
 /// applies them: discover layers, remat, FSDP; then the lowering to the
 /// per-rank programs, with the kernels of the hardware profile in
-/// `hardwareDir` (empty: the one next to the tool).
+/// `hardwareDir` (empty: the one next to the tool). Under remat budget,
+/// `rematBudgetBytes` is what apply-remat may keep (fitRematBudget's).
 void buildPlanPipeline(OpPassManager &pm, const PlanRequest &request,
-                       llvm::StringRef hardwareDir = "");
+                       llvm::StringRef hardwareDir = "",
+                       int64_t rematBudgetBytes = -1);
+
+/// remat budget: the activation budget that makes `request`'s plan of
+/// `module` peak within the device less the recipe's remat_margin. Starts
+/// from the plan without remat (its peak less the activations there) and
+/// plans again with the budget lowered by each overshoot (doubled on each
+/// retry), up to six times;
+/// the plans it tries are not reported (the plan made with the budget is).
+/// Fails when the plan without remat does not plan.
+FailureOr<int64_t> fitRematBudget(ModuleOp module, const PlanRequest &request,
+                                  llvm::StringRef hardwareDir);
 
 /// Runs parc-plan: writes the report (or the JSON document) to `out` and, in
 /// text mode, diagnostics to `err`. Returns a PlanExitCode.

@@ -105,10 +105,12 @@ struct PlanRequest {
   std::string fsdpGradSync = "every-micro-batch";
   bool sequenceParallel = false;
   bool lossParallel = false;
-  /// "full", "selective", "every:N" or "none".
+  /// "full", "selective", "every:N", "budget" or "none".
   std::string remat = "none";
   /// "all", "language" or "vision".
   std::string rematScope = "all";
+  /// remat budget: the fraction of the device's memory the plan leaves free.
+  double rematMargin = 0.05;
   /// Layer containers overriding discovery.
   std::vector<std::string> stacks;
 

@@ -67,13 +67,36 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
     matmul and attention outputs and marks `parc.recompute` on the ops whose
     `AutogradOpInterface` says they are cheap to recompute (norms, rope,
     elementwise ops, activations, softcap); `every:N` applies full remat to
-    every N-th layer. Requesting remat when no layer is in scope is an error
-    naming the model and the stacks searched. Frozen modules are skipped and
-    reported.
+    every N-th layer; `budget` chooses per layer among none, selective and
+    full the decisions that recompute the fewest FLOPs while the activations
+    the step keeps (every layer's saved bytes at the end of forward, and
+    during each layer's backward the saved bytes of the layers before it
+    with what remat rebuilds for it) stay within `budget` bytes, traced at
+    `seq` x `mbs` in `compute-dtype` with the kernels of `hardware`. The
+    search is exact (docs/memory-model.md); layers out of scope or frozen count
+    with the decision they have. A budget no decision meets gets full remat
+    on every layer in scope and a warning saying what the least is;
+    parc-plan derives the budget from the device and `remat_margin`.
+    Requesting remat when no layer is in scope is an error naming the model
+    and the stacks searched. Frozen modules are skipped and reported.
   }];
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"full\"",
-           "full | selective | every:N | none">,
+           "full | selective | every:N | budget | none">,
+    Option<"budget", "budget", "int64_t", /*default=*/"-1",
+           "mode=budget: activation bytes per rank the step may keep">,
+    Option<"seqLen", "seq", "int64_t", /*default=*/"4096",
+           "mode=budget: sequence length the layers are traced at">,
+    Option<"microBatch", "mbs", "int64_t", /*default=*/"1",
+           "mode=budget: micro-batch size the layers are traced at">,
+    Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
+           "mode=budget: image tokens per sample for vision layers">,
+    Option<"computeDtype", "compute-dtype", "std::string",
+           /*default=*/"\"bf16\"", "mode=budget: dtype of the activations">,
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-80gb\"",
+           "mode=budget: hardware profile whose kernels decide what is saved">,
+    Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",
+           "mode=budget: directory of hardware profiles">,
     Option<"scope", "scope", "std::string", /*default=*/"\"all\"",
            "all | language | vision">,
     ListOption<"frozen", "frozen", "std::string",

@@ -93,6 +93,7 @@ PLAN = {
     "data_parallel": INT,
     "remat": STR,
     "remat_scope": STR,
+    "remat_margin": NUM,
     "seq_len": INT,
     "micro_batch_size": INT,
     "global_batch_size": INT,
