@@ -11,6 +11,14 @@ using namespace mlir::parc;
 namespace json = llvm::json;
 
 Location JSONSource::fileLoc(unsigned line, unsigned column) const {
+  // MLIR's tools print the whole source line under a diagnostic with a
+  // column; a config written on one line (or a minified one) would put the
+  // file on the terminal. Over kMaxExcerpt characters, the line alone.
+  StringRef rest = text;
+  for (unsigned i = 1; i < line && !rest.empty(); ++i)
+    rest = rest.drop_until([](char c) { return c == '\n'; }).drop_front();
+  if (rest.find('\n') > kMaxExcerpt && rest.size() > kMaxExcerpt)
+    column = 0;
   return FileLineColLoc::get(context, filename, line, column);
 }
 

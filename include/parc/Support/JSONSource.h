@@ -31,7 +31,10 @@ public:
   /// nest three or four levels.
   static constexpr unsigned kMaxNesting = 256;
 
+  /// `filename:line:column`; on a line longer than kMaxExcerpt characters
+  /// without the column (0), so that tools print no excerpt of it.
   Location fileLoc(unsigned line = 1, unsigned column = 1) const;
+  static constexpr size_t kMaxExcerpt = 200;
 
   /// The location of `"key":` for a dotted key path ("text_config.hidden_size"
   /// is the hidden_size after text_config); the file when it is absent.
