@@ -78,7 +78,8 @@ protected:
     pm.addPass(createDiscoverLayers());
     if (remat != "none") {
       ApplyRematOptions rematOptions;
-      rematOptions.mode = remat.str();
+      if (!setRematMode(rematOptions, remat))
+        return failure();
       pm.addPass(createApplyRemat(rematOptions));
     }
     ApplyFsdpOptions fsdp;
@@ -236,8 +237,7 @@ parc.model @m class "M" {
 }
 
 FlopCount layerFlops(ModuleOp module, int64_t batch, int64_t seq,
-                     bool inputGrad = true,
-                     RematKind remat = RematKind::None) {
+                     bool inputGrad = true, RematKind remat = RematKind::None) {
   ModelOp model = *module.getOps<ModelOp>().begin();
   auto layer = cast<NNModuleOp>(SymbolTable::lookupSymbolIn(model, "layer"));
   return countLayerFlops(layer, remat, batch, seq, inputGrad);

@@ -67,8 +67,11 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
   }
   if (request.remat != "none") {
     ApplyRematOptions remat;
-    remat.mode = request.remat;
-    remat.scope = request.rematScope;
+    // The recipe reader accepted only the modes and scopes these name.
+    (void)setRematMode(remat, request.remat);
+    remat.scope = request.rematScope == "language" ? RematScope::Language
+                  : request.rematScope == "vision" ? RematScope::Vision
+                                                   : RematScope::All;
     if (request.remat == "budget") {
       remat.budget = rematBudgetBytes;
       remat.seqLen = request.seqLen;

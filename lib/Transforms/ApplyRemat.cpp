@@ -30,45 +30,23 @@ namespace mlir::parc {
 
 namespace {
 
-enum class RematMode { None, Full, Selective, EveryN, Budget };
-
-struct RematPolicy {
-  RematMode mode = RematMode::None;
-  int64_t every = 1;
-};
-
-FailureOr<RematPolicy> parseRematMode(StringRef text, Operation *where) {
-  RematPolicy policy;
-  if (text == "none")
-    return policy;
-  if (text == "full") {
-    policy.mode = RematMode::Full;
-    return policy;
+StringRef getScopeName(RematScope scope) {
+  switch (scope) {
+  case RematScope::All:
+    return "all";
+  case RematScope::Language:
+    return "language";
+  case RematScope::Vision:
+    return "vision";
   }
-  if (text == "selective") {
-    policy.mode = RematMode::Selective;
-    return policy;
-  }
-  if (text == "budget") {
-    policy.mode = RematMode::Budget;
-    return policy;
-  }
-  StringRef count = text;
-  if (count.consume_front("every:") && !count.getAsInteger(10, policy.every) &&
-      policy.every > 0) {
-    policy.mode = RematMode::EveryN;
-    return policy;
-  }
-  return mlir::emitError(where->getLoc())
-         << "unknown remat mode '" << text
-         << "' (expected full, selective, every:N with "
-            "N > 0, budget or none)";
+  llvm_unreachable("unknown remat scope");
 }
 
-bool stackInScope(StringRef stack, StringRef scope) {
-  if (scope == "all")
+bool stackInScope(StringRef stack, RematScope scope) {
+  if (scope == RematScope::All)
     return true;
-  return stack == scope || stack.starts_with((scope + "_").str());
+  StringRef name = getScopeName(scope);
+  return stack == name || stack.starts_with((name + "_").str());
 }
 
 /// Marks the ops selective remat recomputes in backward instead of storing
@@ -105,22 +83,21 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
   }
 
   LogicalResult applyTo(ModelOp model) {
-    FailureOr<RematPolicy> policy = parseRematMode(mode, model);
-    if (failed(policy))
-      return failure();
-    if (scope != "all" && scope != "language" && scope != "vision")
+    if ((mode == RematMode::Every) != (every > 0))
       return mlir::emitError(model->getLoc())
-             << "unknown remat scope '" << scope
-             << "' (expected all, language or vision)";
+             << "remat every=N needs mode=every and N > 0, got mode="
+             << (mode == RematMode::Every ? std::string("every")
+                                          : getRematModeName(mode, 0))
+             << " every=" << int64_t(every);
     if (failed(markFrozen(model, frozen)))
       return failure();
-    if (policy->mode == RematMode::None)
+    if (mode == RematMode::None)
       return success();
 
     if (failed(ensureLayersDiscovered(model)))
       return failure();
     SmallVector<LayerStack> stacks = getLayerStacks(model);
-    if (policy->mode == RematMode::Budget)
+    if (mode == RematMode::Budget)
       return applyBudget(model, stacks);
     SmallVector<std::string> searched;
     SmallVector<std::string> skipped;
@@ -135,10 +112,10 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
           skipped.push_back(getDottedPath(layer));
           continue;
         }
-        bool isFull = policy->mode == RematMode::Full ||
-                      (policy->mode == RematMode::EveryN &&
-                       (int64_t(index) + 1) % policy->every == 0);
-        if (policy->mode == RematMode::EveryN && !isFull)
+        bool isFull =
+            mode == RematMode::Full ||
+            (mode == RematMode::Every && (int64_t(index) + 1) % every == 0);
+        if (mode == RematMode::Every && !isFull)
           continue;
         layer->setAttr(kRematAttrName,
                        RematKindAttr::get(model.getContext(),
@@ -150,8 +127,8 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
       }
       wrapped += wrappedHere;
       mlir::emitRemark(model->getLoc())
-          << mode << " remat on " << wrappedHere << " of "
-          << stack.layers.size() << " layers in " << stack.path;
+          << getRematModeName(mode, every) << " remat on " << wrappedHere
+          << " of " << stack.layers.size() << " layers in " << stack.path;
     }
     if (!skipped.empty())
       mlir::emitRemark(model->getLoc())
@@ -159,7 +136,8 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
           << " frozen layers: " << llvm::join(skipped, ", ");
     if (wrapped == 0 && skipped.empty())
       return mlir::emitError(model->getLoc())
-             << "remat requested (mode=" << mode << ", scope=" << scope
+             << "remat requested (mode=" << getRematModeName(mode, every)
+             << ", scope=" << getScopeName(scope)
              << ") but no layer is in scope in @" << model.getSymName()
              << " (stacks searched: "
              << (searched.empty() ? std::string("none; run --discover-layers "
@@ -204,7 +182,7 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
             inScope[layer] = stack.path;
     if (inScope.empty())
       return mlir::emitError(model->getLoc())
-             << "remat requested (mode=budget, scope=" << scope
+             << "remat requested (mode=budget, scope=" << getScopeName(scope)
              << ") but no trainable layer is in scope in @"
              << model.getSymName();
 
@@ -293,4 +271,38 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
 };
 
 } // namespace
+
+bool setRematMode(ApplyRematOptions &options, StringRef text) {
+  options.every = 0;
+  for (RematMode mode : {RematMode::None, RematMode::Full, RematMode::Selective,
+                         RematMode::Budget})
+    if (text == getRematModeName(mode, 0)) {
+      options.mode = mode;
+      return true;
+    }
+  int64_t every;
+  if (!text.consume_front("every:") || text.getAsInteger(10, every) ||
+      every <= 0)
+    return false;
+  options.mode = RematMode::Every;
+  options.every = every;
+  return true;
+}
+
+std::string getRematModeName(RematMode mode, int64_t every) {
+  switch (mode) {
+  case RematMode::None:
+    return "none";
+  case RematMode::Full:
+    return "full";
+  case RematMode::Selective:
+    return "selective";
+  case RematMode::Every:
+    return "every:" + std::to_string(every);
+  case RematMode::Budget:
+    return "budget";
+  }
+  llvm_unreachable("unknown remat mode");
+}
+
 } // namespace mlir::parc

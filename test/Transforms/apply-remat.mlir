@@ -1,6 +1,6 @@
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir --apply-remat=mode=full | FileCheck %s --check-prefix=FULL
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir --apply-remat=mode=selective | FileCheck %s --check-prefix=SELECTIVE
-// RUN: parc-opt %S/Inputs/tiny-4-layers.mlir --apply-remat=mode=every:2 | FileCheck %s --check-prefix=EVERY
+// RUN: parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-remat=mode=every every=2" | FileCheck %s --check-prefix=EVERY
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir --apply-remat=mode=none | FileCheck %s --check-prefix=NONE
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-remat=mode=full frozen=model.layers.1" | FileCheck %s --check-prefix=FROZEN
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir --apply-remat=mode=full 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
@@ -28,7 +28,7 @@
 // SELECTIVE-NEXT: parc.add {{.*}}parc.recompute
 // SELECTIVE: parc.activation silu {{.*}}parc.recompute
 
-// every:2 wraps layers 1 and 3 (the second and fourth).
+// mode=every every=2 wraps layers 1 and 3 (the second and fourth).
 // EVERY: parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"}
 // EVERY: parc.module @"1" "Block" composite attributes {parc.layer_index = 1 : i64, parc.remat = #parc.remat<full>, parc.stack = "language"}
 // EVERY: parc.module @"2" "Block" composite attributes {parc.layer_index = 2 : i64, parc.stack = "language"}

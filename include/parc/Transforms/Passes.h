@@ -9,11 +9,24 @@
 
 namespace mlir::parc {
 
+/// What apply-remat decides for the layers in scope.
+enum class RematMode { None, Full, Selective, Every, Budget };
+/// The stacks apply-remat decides for.
+enum class RematScope { All, Language, Vision };
+
 #define GEN_PASS_DECL
 #include "parc/Transforms/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
 #include "parc/Transforms/Passes.h.inc"
+
+/// Sets apply-remat's mode (and `every`) from a recipe's spelling: "none",
+/// "full", "selective", "budget" or "every:N" with N > 0; false for
+/// anything else.
+bool setRematMode(ApplyRematOptions &options, StringRef text);
+
+/// The recipe's spelling of apply-remat's mode ("every:3", ...).
+std::string getRematModeName(RematMode mode, int64_t every);
 
 /// Runs --discover-layers' structural discovery on `model` unless its layers
 /// were discovered already, so that a pass that needs layers works on freshly
@@ -46,7 +59,8 @@ getOnDemandLowering(int64_t seqLen, int64_t microBatch,
 }
 
 /// An analysis option given on the command line, or 0 (the programs' own).
-template <typename Option> int64_t getExplicit(const Option &option) {
+template <typename Option>
+int64_t getExplicit(const Option &option) {
   return option.hasValue() ? int64_t(option) : 0;
 }
 

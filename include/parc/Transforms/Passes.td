@@ -66,8 +66,8 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
     the layer input for backward and recomputes the rest; `selective` keeps
     matmul and attention outputs and marks `parc.recompute` on the ops whose
     `AutogradOpInterface` says they are cheap to recompute (norms, rope,
-    elementwise ops, activations, softcap); `every:N` applies full remat to
-    every N-th layer; `budget` chooses per layer among none, selective and
+    elementwise ops, activations, softcap); `every` (with `every=N`) applies
+    full remat to every N-th layer; `budget` chooses per layer among none, selective and
     full the decisions that recompute the fewest FLOPs while the activations
     the step keeps (every layer's saved bytes at the end of forward, and
     during each layer's backward the saved bytes of the layers before it
@@ -81,8 +81,22 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
     and the stacks searched. Frozen modules are skipped and reported.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"full\"",
-           "full | selective | every:N | budget | none">,
+    Option<"mode", "mode", "::mlir::parc::RematMode",
+           /*default=*/"::mlir::parc::RematMode::Full",
+           "What the layers in scope recompute",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::parc::RematMode::None, "none",
+                        "nothing: every layer keeps its activations"),
+             clEnumValN(::mlir::parc::RematMode::Full, "full",
+                        "every layer keeps its input only"),
+             clEnumValN(::mlir::parc::RematMode::Selective, "selective",
+                        "the ops cheap to recompute are recomputed"),
+             clEnumValN(::mlir::parc::RematMode::Every, "every",
+                        "full remat on every N-th layer (option every)"),
+             clEnumValN(::mlir::parc::RematMode::Budget, "budget",
+                        "per layer, the least recompute within budget"))}]>,
+    Option<"every", "every", "int64_t", /*default=*/"0",
+           "mode=every: full remat on every N-th layer of a stack">,
     Option<"budget", "budget", "int64_t", /*default=*/"-1",
            "mode=budget: activation bytes per rank the step may keep">,
     Option<"seqLen", "seq", "int64_t", /*default=*/"4096",
@@ -97,8 +111,15 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
            "mode=budget: hardware profile whose kernels decide what is saved">,
     Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",
            "mode=budget: directory of hardware profiles">,
-    Option<"scope", "scope", "std::string", /*default=*/"\"all\"",
-           "all | language | vision">,
+    Option<"scope", "scope", "::mlir::parc::RematScope",
+           /*default=*/"::mlir::parc::RematScope::All",
+           "The stacks remat decides for",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::parc::RematScope::All, "all", "every stack"),
+             clEnumValN(::mlir::parc::RematScope::Language, "language",
+                        "the language stacks"),
+             clEnumValN(::mlir::parc::RematScope::Vision, "vision",
+                        "the vision stacks"))}]>,
     ListOption<"frozen", "frozen", "std::string",
                "Dotted paths of frozen modules (no gradients, no remat)">
   ];
