@@ -39,6 +39,21 @@ std::string quoteList(ArrayRef<std::string> items) {
   return text + "]";
 }
 
+/// The shortest decimal that reads back as `value` ("0.05", not
+/// "0.050000000000000003").
+std::string formatDouble(double value) {
+  for (int digits = 1; digits < 17; ++digits) {
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%.*g", digits, value);
+    double back;
+    if (!StringRef(text).getAsDouble(back) && back == value)
+      return text;
+  }
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.17g", value);
+  return text;
+}
+
 std::string absolutePath(StringRef path) {
   llvm::SmallString<256> absolute(path);
   llvm::sys::fs::make_absolute(absolute);
@@ -67,7 +82,7 @@ void mlir::parc::writeRecipe(const PlanRequest &request,
      << "\n";
   os << "  optim_dtype: " << getRecipeDtypeName(request.optimDtype) << "\n";
   os << "  optimizer: " << quote(request.optimizer) << "\n";
-  os << "  max_norm: " << llvm::format("%.17g", request.maxNorm) << "\n";
+  os << "  max_norm: " << formatDouble(request.maxNorm) << "\n";
   os << "  frozen: " << quoteList(request.frozen) << "\n";
   os << "cluster:\n";
   os << "  hardware: " << quote(request.hardware) << "\n";
@@ -94,7 +109,6 @@ void mlir::parc::writeRecipe(const PlanRequest &request,
   os << "  loss_parallel: " << boolText(request.lossParallel) << "\n";
   os << "  remat: " << quote(request.remat) << "\n";
   os << "  remat_scope: " << request.rematScope << "\n";
-  os << "  remat_margin: " << llvm::format("%.17g", request.rematMargin)
-     << "\n";
+  os << "  remat_margin: " << formatDouble(request.rematMargin) << "\n";
   os << "  stacks: " << quoteList(request.stacks) << "\n";
 }
