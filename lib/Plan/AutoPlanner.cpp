@@ -11,7 +11,9 @@
 // schedule): micro-batch sizes ascending, remat lightest first. Memory only
 // grows with the micro-batch and only shrinks with heavier remat, so the
 // first remat mode that fits at a micro-batch size ends that size's ladder
-// (the heavier ones are dominated: the same plan with more recompute), a
+// (the heavier ones are dominated: the same plan with more recompute; a
+// selective plan that fits does not end it before budget, which may mix
+// whole and selective layers for less), a
 // mode that does not fit does not fit at any larger micro-batch size
 // either, and a layout the model refuses at its smallest candidate is
 // refused for all of them. Chains are planned in parallel, one MLIRContext

@@ -58,13 +58,13 @@ void mlir::parc::printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
         << (request.lossParallel ? ", loss parallel" : "");
   out << "\n";
   out << "  remat: " << request.remat;
-  if (request.remat != "none")
+  if (request.remat != "none") {
     out << " (scope " << request.rematScope;
-  if (request.remat == "budget")
-    out << ", " << formatFixed(request.rematMargin * 100, 1)
-        << " % of the device left free";
-  if (request.remat != "none")
+    if (request.remat == "budget")
+      out << ", " << formatFixed(request.rematMargin * 100, 1)
+          << " % of the device left free";
     out << ")";
+  }
   out << "\n";
   out << "  batch: seq " << request.seqLen << ", micro-batch "
       << request.microBatchSize << ", global batch " << request.globalBatchSize

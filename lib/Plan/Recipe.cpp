@@ -13,6 +13,7 @@
 
 #include "parc/Analysis/HardwareProfile.h"
 #include "parc/Plan/TorchtitanJob.h"
+#include "parc/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -600,16 +601,10 @@ void RecipeReader::readRemat(StringRef key, std::string &out) {
       scalar(key, "one of full, selective, every:N, budget, none");
   if (!text)
     return;
-  StringRef mode = *text;
-  int64_t every;
-  if (mode == "full" || mode == "selective" || mode == "budget" ||
-      mode == "none") {
-    out = mode.str();
-    return;
-  }
-  if (mode.consume_front("every:") && !mode.getAsInteger(10, every) &&
-      every > 0) {
-    out = "every:" + std::to_string(every);
+  // apply-remat's own reading of the recipe's spelling, normalised.
+  ApplyRematOptions remat;
+  if (setRematMode(remat, *text)) {
+    out = getRematModeName(remat.mode, remat.every);
     return;
   }
   error(*lookup(key)) << "key '" << key

@@ -30,6 +30,10 @@ namespace mlir::parc {
 
 namespace {
 
+/// What mode=budget chooses among for a layer in scope, in this order.
+constexpr RematKind kBudgetChoices[] = {RematKind::None, RematKind::Selective,
+                                        RematKind::Full};
+
 StringRef getScopeName(RematScope scope) {
   switch (scope) {
   case RematScope::All:
@@ -117,12 +121,7 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
             (mode == RematMode::Every && (int64_t(index) + 1) % every == 0);
         if (mode == RematMode::Every && !isFull)
           continue;
-        layer->setAttr(kRematAttrName,
-                       RematKindAttr::get(model.getContext(),
-                                          isFull ? RematKind::Full
-                                                 : RematKind::Selective));
-        if (!isFull)
-          markSelective(layer);
+        setRemat(layer, isFull ? RematKind::Full : RematKind::Selective);
         ++wrappedHere;
       }
       wrapped += wrappedHere;
@@ -214,8 +213,7 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
       }
       // The trace prices selective remat by the ops marked to recompute.
       markSelective(layer);
-      for (RematKind kind :
-           {RematKind::None, RematKind::Selective, RematKind::Full})
+      for (RematKind kind : kBudgetChoices)
         layerOptions.push_back(price(kind));
       unmarkSelective(layer);
     }
@@ -231,11 +229,11 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
              << " layers grew past " << kMaxRematFrontier
              << " non-dominated choices; name a remat mode instead";
     } else {
-      // The leanest option of every layer in scope: full remat.
-      choice.assign(options.size(), 0);
-      for (auto [index, layer] : llvm::enumerate(order))
-        if (inScope.count(layer))
-          choice[index] = 2;
+      // Full remat on every layer in scope; the others keep their one option.
+      unsigned full = llvm::find(kBudgetChoices, RematKind::Full) -
+                      std::begin(kBudgetChoices);
+      for (NNModuleOp layer : order)
+        choice.push_back(inScope.count(layer) ? full : 0);
       mlir::emitWarning(model->getLoc())
           << "remat budget of " << int64_t(budget)
           << " bytes is below the least the layers can keep ("
