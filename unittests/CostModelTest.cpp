@@ -194,7 +194,7 @@ TEST_F(CostModelTest, StepTimeIsComputeCommunicationAndOptimizer) {
 
   // No overlap: every collective on the critical path.
   CostOptions serial;
-  serial.overlap = "none";
+  serial.overlap = *CommOverlap::parse("none");
   FailureOr<CostReport> none = plan("selective", 8, serial);
   ASSERT_TRUE(succeeded(none));
   // (Summed wait by wait on the timeline: equal up to rounding.)

@@ -112,10 +112,10 @@ TEST_F(RecipeTest, ReadsEverySectionWithDefaults) {
   EXPECT_EQ(request->hfConfigPath, std::string(config));
   EXPECT_EQ(request->seqLen, 4096);
   EXPECT_EQ(request->microBatchSize, 2);
-  EXPECT_EQ(request->computeDtype, RecipeDtype::BF16);
-  EXPECT_EQ(request->masterDtype, RecipeDtype::BF16);
-  EXPECT_EQ(request->gradReduceDtype, RecipeDtype::FP32);
-  EXPECT_EQ(request->optimDtype, RecipeDtype::FP32);
+  EXPECT_EQ(request->computeDtype, StorageDtype::BF16);
+  EXPECT_EQ(request->masterDtype, StorageDtype::BF16);
+  EXPECT_EQ(request->gradReduceDtype, StorageDtype::FP32);
+  EXPECT_EQ(request->optimDtype, StorageDtype::FP32);
   EXPECT_EQ(request->optimizer, "adamw");
   EXPECT_EQ(request->frozen, std::vector<std::string>{"model.vision_tower"});
   EXPECT_EQ(request->hardware, "h100-80gb");
@@ -324,7 +324,7 @@ TEST_F(RecipeTest, FlagsFillTheSameRequest) {
   EXPECT_EQ(request->hfConfigPath, std::string(config));
   EXPECT_EQ(request->fsdp, 2);
   EXPECT_EQ(request->gradAccumulation, 4);
-  EXPECT_EQ(request->computeDtype, RecipeDtype::FP32);
+  EXPECT_EQ(request->computeDtype, StorageDtype::FP32);
   EXPECT_EQ(request->frozen, (std::vector<std::string>{"model.a", "model.b"}));
 
   EXPECT_TRUE(failed(buildPlanRequest({flag("train.seq_len", "x")}, &context)));
@@ -368,7 +368,6 @@ TEST_F(RecipeTest, PipelineFollowsTheRequest) {
       << selective;
   EXPECT_NE(selective.find("mode=selective scope=language"), std::string::npos)
       << selective;
-  EXPECT_EQ(getMlirDtypeName(RecipeDtype::FP16), "f16");
 }
 
 /// Every field a plan depends on, for comparing two requests.

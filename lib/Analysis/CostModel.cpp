@@ -31,11 +31,9 @@ using namespace mlir::parc;
 
 namespace {
 
-/// Refuses options and hardware no estimate can use; returns the fixed
-/// fraction of FSDP communication `overlap` hides (none: the schedule's).
-FailureOr<std::optional<double>>
-checkOptions(ModelOp model, const CostOptions &options,
-             const HardwareProfile &hardware) {
+/// Refuses options and hardware no estimate can use.
+LogicalResult checkOptions(ModelOp model, const CostOptions &options,
+                           const HardwareProfile &hardware) {
   if (options.seqLen < 0 || options.microBatch < 0 ||
       options.gradAccumulation < 0 || options.imageTokens < 0 ||
       options.gpusPerNode < 0)
@@ -46,25 +44,12 @@ checkOptions(ModelOp model, const CostOptions &options,
     return mlir::emitError(model->getLoc())
            << "estimate-cost needs a compute efficiency in (0, 1], got "
            << options.computeEfficiency;
-  std::optional<double> overlapFraction;
-  if (options.overlap == "none") {
-    overlapFraction = 0;
-  } else if (options.overlap != "schedule") {
-    double fraction = 0;
-    if (StringRef(options.overlap).getAsDouble(fraction) || fraction < 0 ||
-        fraction > 1)
-      return mlir::emitError(model->getLoc())
-             << "estimate-cost overlap must be 'schedule', 'none' or a "
-                "fraction in [0, 1], got '"
-             << options.overlap << "'";
-    overlapFraction = fraction;
-  }
   if (hardware.bf16Flops <= 0 || hardware.memoryBandwidth <= 0 ||
       hardware.intraNodeBandwidth <= 0 || hardware.interNodeBandwidth <= 0)
     return mlir::emitError(model->getLoc())
            << "hardware profile '" << hardware.name
            << "' needs positive FLOP/s and bandwidths for a cost estimate";
-  return overlapFraction;
+  return success();
 }
 
 /// The report's layout: the programs' batch, the ranks of every axis.
@@ -101,9 +86,7 @@ FlopCount priceCompute(ModelOp model, const FsdpUnitSizes &sizes,
   RootFlops root = countRootFlops(model, batch, seq);
   auto tokensOf = [&](NNModuleOp layer) {
     auto tag = getLayerTag(layer);
-    return tag && isVisionStack(tag->first)
-               ? report.options.imageTokens
-               : seq;
+    return tag && isVisionStack(tag->first) ? report.options.imageTokens : seq;
   };
   FlopCount modelMicro = root.total;
   double perTpRank = 1.0 / double(report.tpSize);
@@ -155,8 +138,7 @@ void priceLinks(const HardwareProfile &hardware, int64_t gpusPerNode,
 void priceDevice(const HardwareProfile &hardware, const FsdpUnitSizes &sizes,
                  CostReport &report, StepPricing &pricing) {
   report.peakFlops = hardware.bf16Flops;
-  report.achievedFlops =
-      hardware.bf16Flops * report.options.computeEfficiency;
+  report.achievedFlops = hardware.bf16Flops * report.options.computeEfficiency;
   pricing.achievedFlops = report.achievedFlops;
   pricing.memoryBandwidth = hardware.memoryBandwidth;
   // AdamW reads the parameter, its gradient and both moments and writes the
@@ -174,10 +156,9 @@ std::vector<double> hiddenByOverlap(ArrayRef<ProgramTime> times,
   std::vector<double> hidden(times.size(), 0);
   if (overlapFraction)
     for (auto [index, time] : llvm::enumerate(times))
-      hidden[index] =
-          std::min(*overlapFraction * (time.allGather.seconds +
-                                       time.reduceScatter.seconds),
-                   time.compute);
+      hidden[index] = std::min(*overlapFraction * (time.allGather.seconds +
+                                                   time.reduceScatter.seconds),
+                               time.compute);
   return hidden;
 }
 
@@ -268,10 +249,9 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
       options.hardware, options.hardwareDir, model.getLoc());
   if (failed(hardware))
     return failure();
-  FailureOr<std::optional<double>> overlapFraction =
-      checkOptions(model, options, *hardware);
-  if (failed(overlapFraction))
+  if (failed(checkOptions(model, options, *hardware)))
     return failure();
+  std::optional<double> overlapFraction = options.overlap.hiddenFraction;
   FailureOr<ProgramSet> set =
       getPrograms(model, "estimate-cost", options.seqLen, options.microBatch,
                   options.gradAccumulation);
@@ -291,13 +271,13 @@ FailureOr<CostReport> mlir::parc::estimateCost(ModelOp model,
   priceDevice(*hardware, *sizes, report, pricing);
   // A fixed fraction hidden is taken off a timeline on which every FSDP
   // collective blocks.
-  pricing.blocking = overlapFraction->has_value();
+  pricing.blocking = overlapFraction.has_value();
 
   FailureOr<std::vector<ProgramTime>> times =
       simulatePrograms(set->programs, pricing);
   if (failed(times))
     return failure();
-  reportTimes(*times, hiddenByOverlap(*times, *overlapFraction), modelMicro,
+  reportTimes(*times, hiddenByOverlap(*times, overlapFraction), modelMicro,
               report);
   if (report.ppStages > 1 &&
       failed(reportBubble(set->programs, pricing, report)))
@@ -355,7 +335,7 @@ void CostReport::print(llvm::raw_ostream &os) const {
   timeRow("compute", computeSeconds, computeHow);
   timeRow("communication", communicationSeconds, commHow);
   timeRow("exposed communication", exposedCommunicationSeconds,
-          "overlap " + options.overlap);
+          "overlap " + options.overlap.str());
   if (tpSize > 1)
     timeRow("TP collectives", tpSeconds,
             llvm::formatv("{0:F0} B on the critical path, ring over {1} "
@@ -366,9 +346,9 @@ void CostReport::print(llvm::raw_ostream &os) const {
             llvm::formatv("{0} x {1} stages{2}, {3} micro-batches; bubble "
                           "{4:F2}% (closed form {5:F2}%), slowest stage {6}",
                           ppSchedule, ppStages,
-                          ppChunks > 1 ? llvm::formatv(" x {0} chunks",
-                                                       ppChunks).str()
-                                       : std::string(),
+                          ppChunks > 1
+                              ? llvm::formatv(" x {0} chunks", ppChunks).str()
+                              : std::string(),
                           microBatches, bubbleFraction * 100,
                           closedFormBubble * 100, slowestStage));
   if (tiedSeconds > 0)

@@ -1,7 +1,7 @@
 //===- FsdpUnits.cpp - the FSDP units of a plan, per pipeline stage -------===//
 
-#include <algorithm>
 #include "parc/Analysis/FsdpUnits.h"
+#include <algorithm>
 
 #include "parc/Analysis/Grids.h"
 #include "parc/Analysis/LayerStacks.h"
@@ -11,10 +11,6 @@
 
 using namespace mlir;
 using namespace mlir::parc;
-
-static int64_t bytesOf(Type type) {
-  return (type.getIntOrFloatBitWidth() + 7) / 8;
-}
 
 FailureOr<FsdpUnitSizes> mlir::parc::getFsdpUnitSizes(ModelOp model,
                                                       StringRef pass) {
@@ -42,10 +38,10 @@ FailureOr<FsdpUnitSizes> mlir::parc::getFsdpUnitSizes(ModelOp model,
     unit.layer = layerByPath.lookup(unit.path);
     unit.reshardAfterForward = unitOp.getReshardAfterForward();
     unit.prefetch = unitOp.getPrefetch();
-    unit.computeBytes = bytesOf(unitOp.getComputeDtype());
-    unit.masterBytes = bytesOf(unitOp.getMasterDtype());
-    unit.reduceBytes = bytesOf(unitOp.getReduceDtype());
-    unit.optimBytes = bytesOf(unitOp.getOptimDtype());
+    unit.computeBytes = getElementBytes(unitOp.getComputeDtype());
+    unit.masterBytes = getElementBytes(unitOp.getMasterDtype());
+    unit.reduceBytes = getElementBytes(unitOp.getReduceDtype());
+    unit.optimBytes = getElementBytes(unitOp.getOptimDtype());
     if (unit.layer) {
       unit.stage = std::min(placement.getStage(unit.layer), stages - 1);
       unit.chunk = placement.getChunk(unit.layer);
@@ -58,8 +54,8 @@ FailureOr<FsdpUnitSizes> mlir::parc::getFsdpUnitSizes(ModelOp model,
       auto param =
           cast<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
       SmallVector<int64_t> local = getTpLocalShape(param, tpSize);
-      int64_t elements = ShapedType::getNumElements(local) / local[0] *
-                         shard.getPaddedDim0();
+      int64_t elements =
+          ShapedType::getNumElements(local) / local[0] * shard.getPaddedDim0();
       int64_t trainable = shard->hasAttr("frozen") ? 0 : elements;
       if (unit.layer) {
         unit.elements += elements;
@@ -89,10 +85,9 @@ FailureOr<FsdpUnitSizes> mlir::parc::getFsdpUnitSizes(ModelOp model,
   for (auto [index, layer] : llvm::enumerate(order))
     position[layer] = index;
   for (auto &stageUnits : result.layers)
-    llvm::stable_sort(stageUnits,
-                      [&](const FsdpUnitSize &a, const FsdpUnitSize &b) {
-                        return position.lookup(a.layer) <
-                               position.lookup(b.layer);
-                      });
+    llvm::stable_sort(
+        stageUnits, [&](const FsdpUnitSize &a, const FsdpUnitSize &b) {
+          return position.lookup(a.layer) < position.lookup(b.layer);
+        });
   return result;
 }

@@ -42,7 +42,5 @@ int64_t mlir::parc::getProgramStage(ProgramOp program) {
 }
 
 int64_t mlir::parc::getBufferBytes(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  return type.getNumElements() *
-         ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  return getTensorBytes(cast<RankedTensorType>(value.getType()));
 }

@@ -89,10 +89,10 @@ public:
       covers.push_back(schema::CreateCoverageDirect(
           fbb, entry.getName().str().c_str(), &list));
     }
-    return schema::CreateProgramDirect(
-        fbb, program.getSymName().str().c_str(), program.getRanks(), &covers,
-        program.getMicroBatches(), &steps, program.getBatch(),
-        program.getSeq());
+    return schema::CreateProgramDirect(fbb, program.getSymName().str().c_str(),
+                                       program.getRanks(), &covers,
+                                       program.getMicroBatches(), &steps,
+                                       program.getBatch(), program.getSeq());
   }
 
 private:
@@ -107,8 +107,7 @@ private:
     ids[value] = fields.result;
     fields.elements = type.getNumElements();
     fields.element = names.emplace_back(*name);
-    fields.bytes = fields.elements *
-                   ((type.getElementTypeBitWidth() + 7) / 8);
+    fields.bytes = getTensorBytes(type);
     return success();
   }
 
@@ -129,10 +128,9 @@ private:
                                  "a one-axis grid only";
     fields.kind = kind;
     fields.grid = op.getGrid();
-    if (auto group = op->template getAttrOfType<DenseI64ArrayAttr>(
-            "parc.group"))
-      fields.group.assign(group.asArrayRef().begin(),
-                          group.asArrayRef().end());
+    if (auto group =
+            op->template getAttrOfType<DenseI64ArrayAttr>("parc.group"))
+      fields.group.assign(group.asArrayRef().begin(), group.asArrayRef().end());
     if (failed(use(*op, op.getInput(), fields)))
       return failure();
     return define(*op, fields);
@@ -143,8 +141,7 @@ private:
         .Case([&](BufferOp buffer) {
           fields.kind = schema::StepKind::Buffer;
           fields.module = buffer.getOf();
-          fields.bufferKind =
-              static_cast<schema::BufferKind>(buffer.getKind());
+          fields.bufferKind = static_cast<schema::BufferKind>(buffer.getKind());
           if (auto mb = buffer.getMicroBatch())
             fields.microBatch = *mb;
           return define(op, fields);
@@ -201,9 +198,8 @@ private:
         })
         .Case([&](FreeOp free) {
           fields.kind = schema::StepKind::Free;
-          auto type = cast<RankedTensorType>(free.getBuffer().getType());
-          fields.bytes = type.getNumElements() *
-                         ((type.getElementTypeBitWidth() + 7) / 8);
+          fields.bytes = getTensorBytes(
+              cast<RankedTensorType>(free.getBuffer().getType()));
           return use(op, free.getBuffer(), fields);
         })
         .Case([&](WaitOp wait) {
@@ -255,11 +251,10 @@ private:
          remat = shared(f.remat);
     auto group = f.group.empty() ? fb::Offset<fb::Vector<int64_t>>()
                                  : fbb.CreateVector(f.group);
-    return schema::CreateStep(fbb, f.kind, module, part, f.microBatch,
-                              f.chunk, f.operand, f.result, f.elements,
-                              element, f.bytes, grid, f.peer, group,
-                              f.bufferKind, remat, f.params, f.maxNorm,
-                              f.allocKind, f.peak ? &*f.peak : nullptr);
+    return schema::CreateStep(
+        fbb, f.kind, module, part, f.microBatch, f.chunk, f.operand, f.result,
+        f.elements, element, f.bytes, grid, f.peer, group, f.bufferKind, remat,
+        f.params, f.maxNorm, f.allocKind, f.peak ? &*f.peak : nullptr);
   }
 
   fb::FlatBufferBuilder &fbb;
@@ -342,12 +337,11 @@ private:
                                          size_t index) {
     Type element = elementType(str(step.element()), b);
     if (!element || step.elements() <= 0)
-      return error(index) << "defines a tensor of " << step.elements()
-                          << " x '" << str(step.element()) << "'";
+      return error(index) << "defines a tensor of " << step.elements() << " x '"
+                          << str(step.element()) << "'";
     if (step.result() != int32_t(values.size()))
       return error(index) << "defines tensor " << step.result()
-                          << " out of order (expected " << values.size()
-                          << ")";
+                          << " out of order (expected " << values.size() << ")";
     return RankedTensorType::get({step.elements()}, element);
   }
 
@@ -393,8 +387,8 @@ private:
                           << int(step.alloc_kind());
     FlatSymbolRefAttr grid =
         FlatSymbolRefAttr::get(b.getContext(), str(step.grid()));
-    auto reduction = shard::ReductionKindAttr::get(
-        b.getContext(), shard::ReductionKind::Sum);
+    auto reduction = shard::ReductionKindAttr::get(b.getContext(),
+                                                   shard::ReductionKind::Sum);
     Operation *op = nullptr;
     switch (kind) {
     case Kind::Buffer: {
@@ -422,8 +416,8 @@ private:
         op = shard::AllGatherOp::create(b, loc, *type, grid, axes, *input,
                                         axisZero);
       else if (kind == Kind::ReduceScatter)
-        op = shard::ReduceScatterOp::create(b, loc, *type, grid, axes,
-                                            *input, reduction, axisZero);
+        op = shard::ReduceScatterOp::create(b, loc, *type, grid, axes, *input,
+                                            reduction, axisZero);
       else if (kind == Kind::AllReduce)
         op = shard::AllReduceOp::create(b, loc, *type, grid, axes, *input);
       else if (kind == Kind::Send)
@@ -433,8 +427,7 @@ private:
         op = shard::RecvOp::create(b, loc, *type, grid, axes, *input, peer,
                                    ValueRange());
       if (step.group() && step.group()->size()) {
-        SmallVector<int64_t> group(step.group()->begin(),
-                                   step.group()->end());
+        SmallVector<int64_t> group(step.group()->begin(), step.group()->end());
         op->setAttr("parc.group", b.getDenseI64ArrayAttr(group));
       }
       break;
@@ -445,22 +438,19 @@ private:
       if (failed(peak))
         return failure();
       if (kind == Kind::Forward)
-        ForwardStepOp::create(b, loc, b.getStringAttr(str(step.path())),
-                              partAttr(step),
-                              b.getI64IntegerAttr(step.micro_batch()),
-                              chunkAttr(step), *peak);
+        ForwardStepOp::create(
+            b, loc, b.getStringAttr(str(step.path())), partAttr(step),
+            b.getI64IntegerAttr(step.micro_batch()), chunkAttr(step), *peak);
       else
-        BackwardStepOp::create(b, loc, b.getStringAttr(str(step.path())),
-                               partAttr(step),
-                               b.getI64IntegerAttr(step.micro_batch()),
-                               chunkAttr(step), *peak);
+        BackwardStepOp::create(
+            b, loc, b.getStringAttr(str(step.path())), partAttr(step),
+            b.getI64IntegerAttr(step.micro_batch()), chunkAttr(step), *peak);
       return success();
     }
     case Kind::Recompute: {
       FailureOr<RematKind> remat =
           readEnumName<RematKind, getMaxEnumValForRematKind()>(
-              str(step.remat()),
-              [&] { return error(index) << "has remat"; });
+              str(step.remat()), [&] { return error(index) << "has remat"; });
       if (failed(remat))
         return failure();
       RecomputeStepOp::create(b, loc, b.getStringAttr(str(step.path())),
@@ -474,10 +464,9 @@ private:
       FailureOr<RankedTensorType> type = resultType(step, index);
       if (failed(type))
         return failure();
-      op = SaveOp::create(b, loc, *type, b.getStringAttr(str(step.path())),
-                          partAttr(step),
-                          b.getI64IntegerAttr(step.micro_batch()),
-                          chunkAttr(step));
+      op = SaveOp::create(
+          b, loc, *type, b.getStringAttr(str(step.path())), partAttr(step),
+          b.getI64IntegerAttr(step.micro_batch()), chunkAttr(step));
       break;
     }
     case Kind::Free:

@@ -168,7 +168,7 @@ void mlir::parc::writeTrace(llvm::raw_ostream &os, const MemoryReport &memory,
       j.attribute("hardware", memory.hardware.name);
       j.attribute("peak_bytes", memory.peakBytes());
       j.attribute("step_time_s", cost.stepSeconds);
-      j.attribute("overlap", cost.options.overlap);
+      j.attribute("overlap", cost.options.overlap.str());
     });
   });
   os << "\n";

@@ -322,14 +322,14 @@ mlir::parc::searchLayouts(const PlanInvocation &invocation,
   // AdamW moments of the trainable ones (MemoryBreakdown's sharded
   // parameters, gradients and optimizer state). Replicated parameters only
   // add to it, so it is a lower bound of the replay's peak.
-  int64_t master = getRecipeDtypeBytes(base.masterDtype);
+  int64_t master = getStorageDtypeBytes(base.masterDtype);
   int64_t gradient =
-      std::min(master, getRecipeDtypeBytes(base.gradReduceDtype));
-  int64_t frozen = std::min(master, getRecipeDtypeBytes(base.computeDtype));
+      std::min(master, getStorageDtypeBytes(base.gradReduceDtype));
+  int64_t frozen = std::min(master, getStorageDtypeBytes(base.computeDtype));
   double stateBytes =
       double(total - trainable) * double(frozen) +
       double(trainable) *
-          double(master + gradient + 2 * getRecipeDtypeBytes(base.optimDtype));
+          double(master + gradient + 2 * getStorageDtypeBytes(base.optimDtype));
 
   SearchResult result;
   Chain pruned;

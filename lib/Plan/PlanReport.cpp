@@ -269,7 +269,7 @@ void writeCost(llvm::json::OStream &j, const CostReport &cost) {
   j.attributeObject("assumptions", [&] {
     j.attribute("peak_flops", cost.peakFlops);
     j.attribute("compute_efficiency", cost.options.computeEfficiency);
-    j.attribute("overlap", cost.options.overlap);
+    j.attribute("overlap", cost.options.overlap.str());
     j.attribute("link", cost.link);
     j.attribute("link_bandwidth_bytes_per_s", cost.bandwidth);
     j.attribute("memory_bandwidth_bytes_per_s", cost.hardware.memoryBandwidth);

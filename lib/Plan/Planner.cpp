@@ -76,7 +76,7 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
       remat.budget = rematBudgetBytes;
       remat.seqLen = request.seqLen;
       remat.microBatch = request.microBatchSize;
-      remat.computeDtype = getMlirDtypeName(request.computeDtype).str();
+      remat.computeDtype = request.computeDtype;
       remat.hardware = request.hardware;
       remat.hardwareDir = hardwareDir.str();
     }
@@ -99,10 +99,10 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
   ApplyFsdpOptions fsdp;
   fsdp.shards = request.fsdp;
   fsdp.replicas = request.dp;
-  fsdp.computeDtype = getMlirDtypeName(request.computeDtype).str();
-  fsdp.masterDtype = getMlirDtypeName(request.masterDtype).str();
-  fsdp.reduceDtype = getMlirDtypeName(request.gradReduceDtype).str();
-  fsdp.optimDtype = getMlirDtypeName(request.optimDtype).str();
+  fsdp.computeDtype = request.computeDtype;
+  fsdp.masterDtype = request.masterDtype;
+  fsdp.reduceDtype = request.gradReduceDtype;
+  fsdp.optimDtype = request.optimDtype;
   fsdp.prefetch = request.fsdpPrefetch;
   fsdp.reshardAfterForward = request.reshardAfterForward;
   fsdp.gradSync = request.fsdpGradSync == "last-micro-batch"

@@ -11,6 +11,8 @@
 
 #include "parc/Plan/Recipe.h"
 
+#include "RecipeReader.h"
+
 #include "parc/Analysis/HardwareProfile.h"
 #include "parc/Plan/TorchtitanJob.h"
 #include "parc/Transforms/Passes.h"
@@ -33,18 +35,7 @@
 
 using namespace mlir;
 using namespace mlir::parc;
-
-StringRef mlir::parc::getRecipeDtypeName(RecipeDtype dtype) {
-  switch (dtype) {
-  case RecipeDtype::BF16:
-    return "bf16";
-  case RecipeDtype::FP16:
-    return "fp16";
-  case RecipeDtype::FP32:
-    return "fp32";
-  }
-  llvm_unreachable("unknown dtype");
-}
+using namespace mlir::parc::recipe;
 
 StringRef mlir::parc::getRecipeFrameworkName(RecipeFramework framework) {
   switch (framework) {
@@ -56,132 +47,13 @@ StringRef mlir::parc::getRecipeFrameworkName(RecipeFramework framework) {
   llvm_unreachable("unknown framework");
 }
 
-StringRef mlir::parc::getMlirDtypeName(RecipeDtype dtype) {
-  switch (dtype) {
-  case RecipeDtype::BF16:
-    return "bf16";
-  case RecipeDtype::FP16:
-    return "f16";
-  case RecipeDtype::FP32:
-    return "f32";
-  }
-  llvm_unreachable("unknown dtype");
-}
-
-int64_t mlir::parc::getRecipeDtypeBytes(RecipeDtype dtype) {
-  return dtype == RecipeDtype::FP32 ? 4 : 2;
-}
-
 Location PlanRequest::getLocation(StringRef key) const {
   auto it = origins.find(key.str());
   return it != origins.end() ? Location(it->second) : Location(recipeLoc);
 }
 
-static constexpr RecipeKey kRecipeKeys[] = {
-    {"model.hf_config", "model", false, "path",
-     "Hugging Face config.json of the model"},
-    {"model.mlir", "mlir", false, "path", "parc IR (.mlir) of the model"},
-    {"train.seq_len", "seq", false, "n", "Sequence length in tokens",
-     RecipeLimits::kMaxSeqLen},
-    {"train.micro_batch_size", "mbs", false, "n",
-     "Sequences per rank per forward (default 1)",
-     RecipeLimits::kMaxMicroBatchTokens},
-    {"train.global_batch_size", "gbs", false, "n",
-     "Sequences per optimizer step (default: micro-batch x data-parallel "
-     "ranks)",
-     RecipeLimits::kMaxGlobalBatch},
-    {"train.compute_dtype", "dtype", false, "dtype",
-     "Dtype of forward/backward compute: bf16, fp16, fp32 (default bf16)"},
-    {"train.master_dtype", "master-dtype", false, "dtype",
-     "Dtype of the sharded master parameters (default fp32)"},
-    {"train.grad_reduce_dtype", "grad-reduce-dtype", false, "dtype",
-     "Dtype of the gradient reduce-scatter (default fp32)"},
-    {"train.optim_dtype", "optim-dtype", false, "dtype",
-     "Dtype of the AdamW moments (default fp32)"},
-    {"train.optimizer", "optimizer", false, "name",
-     "Optimizer: adamw (default)"},
-    {"train.max_norm", "max-norm", false, "x",
-     "Clip gradients to this global norm before each optimizer step; 0 "
-     "disables (default 1.0)"},
-    {"train.frozen", "freeze", true, "path",
-     "Dotted paths of modules to freeze (no gradients, no optimizer state)"},
-    {"cluster.hardware", "hardware", false, "name",
-     "Hardware profile name (hardware/<name>.json)"},
-    {"cluster.nodes", "nodes", false, "n", "Nodes (default 1)",
-     RecipeLimits::kMaxGpus},
-    {"cluster.gpus_per_node", "gpus-per-node", false, "n", "GPUs per node",
-     RecipeLimits::kMaxGpus},
-    {"cluster.gpus", "gpus", false, "n",
-     "GPUs in all (instead of gpus_per_node: gpus / nodes per node)",
-     RecipeLimits::kMaxGpus},
-    {"parallel.dp", "dp", false, "n",
-     "Data-parallel replicas of the FSDP groups, HSDP (default 1)",
-     RecipeLimits::kMaxGpus},
-    {"parallel.fsdp", "fsdp", false, "n",
-     "FSDP shards (default: every GPU not used by dp x tp x pp)",
-     RecipeLimits::kMaxGpus},
-    {"parallel.tp", "tp", false, "n", "Tensor-parallel degree (default 1)",
-     RecipeLimits::kMaxGpus},
-    {"parallel.pp", "pp", false, "n", "Pipeline-parallel degree (default 1)",
-     RecipeLimits::kMaxGpus},
-    {"parallel.pp_schedule", "schedule", false, "name",
-     "Pipeline schedule: gpipe, 1f1b, interleaved-1f1b (default 1f1b)"},
-    {"parallel.pp_chunks", "chunks", false, "n",
-     "Model chunks per pipeline rank (interleaved-1f1b; default 1)", 1024},
-    {"parallel.pp_split", "pp-split", true, "n",
-     "Pinned layers per (virtual) pipeline stage, in order (default: the "
-     "cost-balanced split)",
-     4096},
-    {"parallel.microbatches", "microbatches", false, "n",
-     "Micro-batches per optimizer step (default: global batch / "
-     "(micro-batch x data-parallel ranks), or pp when no global batch)",
-     RecipeLimits::kMaxMicrobatches},
-    {"parallel.fsdp_prefetch", "fsdp-prefetch", false, "n",
-     "FSDP units gathered ahead of the one computing, in forward and "
-     "backward (default 1, FSDP2's)",
-     64},
-    {"parallel.fsdp_grad_sync", "fsdp-grad-sync", false, "name",
-     "When FSDP reduce-scatters gradients under gradient accumulation: "
-     "every-micro-batch (shards accumulate) or last-micro-batch (unsharded "
-     "gradients accumulate, FSDP2 without gradient sync; NeMo's "
-     "defer_fsdp_grad_sync) (default every-micro-batch)"},
-    {"parallel.fsdp_reshard_after_forward", "reshard-after-forward", false,
-     "bool",
-     "Free each layer's gathered parameters after its forward and gather "
-     "them again for its backward: true or false (default true)"},
-    {"parallel.sequence_parallel", "sequence-parallel", false, "bool",
-     "Sequence parallelism with TP: true or false (default false)"},
-    {"parallel.loss_parallel", "loss-parallel", false, "bool",
-     "Vocab-parallel loss with TP: true or false (default false)"},
-    {"parallel.remat", "remat", false, "mode",
-     "Activation remat: full, selective, every:N, budget (per layer, the "
-     "least recompute that fits with remat_margin to spare), none (default "
-     "none)"},
-    {"parallel.remat_margin", "remat-margin", false, "x",
-     "remat budget: the fraction of device memory left free, 0 to 0.5 "
-     "(default 0.05)"},
-    {"parallel.remat_scope", "remat-scope", false, "scope",
-     "Stacks remat applies to: all, language, vision (default all)"},
-    {"parallel.stacks", "stacks", true, "path",
-     "Dotted paths of the layer containers, overriding layer discovery"},
-    {"search.auto", "auto", false, "bool",
-     "Search the layouts for the fastest plan that fits, keeping the layout "
-     "keys given: true or false (default false)"},
-    {"search.top", "top", false, "n",
-     "Plans the search shows, fastest first (default 5)", 1000},
-};
-
-ArrayRef<RecipeKey> mlir::parc::getRecipeKeys() { return kRecipeKeys; }
-
 static constexpr llvm::StringLiteral kSections[] = {"model", "train", "cluster",
                                                     "parallel", "search"};
-
-static const RecipeKey *findRecipeKey(StringRef key) {
-  for (const RecipeKey &known : kRecipeKeys)
-    if (known.key == key)
-      return &known;
-  return nullptr;
-}
 
 FailureOr<RecipeSetting> mlir::parc::parseSetOption(StringRef text,
                                                     MLIRContext *context) {
@@ -194,7 +66,7 @@ FailureOr<RecipeSetting> mlir::parc::parseSetOption(StringRef text,
                           << text << "'";
   if (!findRecipeKey(key)) {
     SmallVector<StringRef> known = llvm::map_to_vector(
-        kRecipeKeys, [](const RecipeKey &k) { return StringRef(k.key); });
+        getRecipeKeys(), [](const RecipeKey &k) { return StringRef(k.key); });
     return emitError(loc) << "unknown recipe key '" << key
                           << "' (known: " << llvm::join(known, ", ") << ")";
   }
@@ -205,94 +77,8 @@ FailureOr<RecipeSetting> mlir::parc::parseSetOption(StringRef text,
   return setting;
 }
 
-namespace {
-
-/// A dotted key's value and where its key was written.
-struct Entry {
-  YAML::Node value;
-  Location loc;
-  /// Whether the value comes from the recipe file, whose relative paths
-  /// resolve against the file's directory.
-  bool fromFile;
-  /// The key whose setting replaces this value (TranslatedEntry).
-  std::string replacedBy = {};
-};
-
-class RecipeReader {
-public:
-  RecipeReader(MLIRContext *context, StringRef filename, StringRef baseDir)
-      : context(context), filename(filename), baseDir(baseDir) {}
-
-  FailureOr<PlanRequest> read(StringRef text, ArrayRef<RecipeSetting> settings);
-  FailureOr<PlanRequest> read(const TranslatedRecipe &translated,
-                              ArrayRef<RecipeSetting> settings);
-
-private:
-  Location fileLoc(unsigned line = 1, unsigned column = 1) const {
-    if (filename.empty())
-      return UnknownLoc::get(context);
-    return FileLineColLoc::get(context, filename, line, column);
-  }
-  /// yaml-cpp counts lines and columns from 0.
-  Location markLoc(const YAML::Mark &mark) const {
-    if (mark.is_null())
-      return fileLoc();
-    return fileLoc(mark.line + 1, mark.column + 1);
-  }
-  InFlightDiagnostic error(Location loc) {
-    failed = true;
-    return emitError(loc);
-  }
-  InFlightDiagnostic error(const Entry &entry) { return error(entry.loc); }
-
-  void flatten(StringRef text);
-  void load(const TranslatedRecipe &translated);
-  /// The execution policies the recipe's framework runs where the recipe
-  /// leaves them out.
-  void applyFrameworkDefaults(PlanRequest &request);
-  FailureOr<PlanRequest> finish(PlanRequest &request,
-                                ArrayRef<RecipeSetting> settings);
-  void apply(const RecipeSetting &setting);
-  void build(PlanRequest &request);
-  void check(PlanRequest &request);
-
-  const Entry *lookup(StringRef key) const {
-    auto it = entries.find(key.str());
-    return it == entries.end() ? nullptr : &it->second;
-  }
-  void missing(StringRef key);
-  /// A scalar's text, or an error naming what `key` must be.
-  std::optional<std::string> scalar(StringRef key, StringRef expected);
-  void readPositive(StringRef key, int64_t &out) { readAtLeast(key, out, 1); }
-  /// A non-negative integer (a depth, a count that may be zero).
-  void readCount(StringRef key, int64_t &out) { readAtLeast(key, out, 0); }
-  void readAtLeast(StringRef key, int64_t &out, int64_t minimum);
-  /// Whether `value` is within the key's bound (RecipeKey::max); an error
-  /// naming the key if not.
-  bool checkMax(const Entry &entry, StringRef key, int64_t value);
-  void readNonNegative(StringRef key, double &out);
-  void readString(StringRef key, std::string &out);
-  void readChoice(StringRef key, ArrayRef<StringRef> choices, std::string &out);
-  void readDtype(StringRef key, RecipeDtype &out);
-  void readList(StringRef key, std::vector<std::string> &out,
-                StringRef what = "dotted paths");
-  void readPositiveList(StringRef key, std::vector<int64_t> &out);
-  void readRemat(StringRef key, std::string &out);
-  /// The path at `key`, resolved and required to name a file.
-  std::string readPath(StringRef key);
-
-  MLIRContext *context;
-  std::string filename;
-  std::string baseDir;
-  std::map<std::string, Entry> entries;
-  /// cluster.gpus, the alternative to gpus_per_node.
-  int64_t totalGpus = 0;
-  RecipeFramework framework = RecipeFramework::Parc;
-  bool failed = false;
-};
-
 /// Describes a node for "must be X, got Y" messages.
-std::string describe(const YAML::Node &node) {
+static std::string describe(const YAML::Node &node) {
   switch (node.Type()) {
   case YAML::NodeType::Null:
     return "nothing";
@@ -308,9 +94,9 @@ std::string describe(const YAML::Node &node) {
   return "nothing";
 }
 
-std::string joinKnownKeys(StringRef section) {
+static std::string joinKnownKeys(StringRef section) {
   SmallVector<StringRef> names;
-  for (const RecipeKey &key : kRecipeKeys) {
+  for (const RecipeKey &key : getRecipeKeys()) {
     auto [keySection, name] = StringRef(key.key).split('.');
     if (keySection == section)
       names.push_back(name);
@@ -539,15 +325,15 @@ void RecipeReader::readChoice(StringRef key, ArrayRef<StringRef> choices,
   out = *text;
 }
 
-void RecipeReader::readDtype(StringRef key, RecipeDtype &out) {
+void RecipeReader::readDtype(StringRef key, StorageDtype &out) {
   std::string name;
   readChoice(key, {"bf16", "fp16", "fp32"}, name);
   if (name == "bf16")
-    out = RecipeDtype::BF16;
+    out = StorageDtype::BF16;
   else if (name == "fp16")
-    out = RecipeDtype::FP16;
+    out = StorageDtype::FP16;
   else if (name == "fp32")
-    out = RecipeDtype::FP32;
+    out = StorageDtype::FP32;
 }
 
 void RecipeReader::readList(StringRef key, std::vector<std::string> &out,
@@ -702,173 +488,6 @@ void RecipeReader::build(PlanRequest &request) {
 }
 
 /// The relations between keys, once each value is valid on its own.
-void RecipeReader::check(PlanRequest &request) {
-  int64_t gpus = totalGpus;
-  const Entry *gpusEntry = lookup("cluster.gpus");
-  const Entry *perNodeEntry = lookup("cluster.gpus_per_node");
-  if (gpusEntry && gpus > 0) {
-    // GPUs and GPUs per node without nodes: as many nodes as that makes.
-    if (perNodeEntry && !lookup("cluster.nodes") && request.gpusPerNode > 0) {
-      if (gpus % request.gpusPerNode != 0) {
-        error(*gpusEntry) << "cluster.gpus " << gpus
-                          << " is not a whole number of nodes of "
-                             "gpus_per_node "
-                          << request.gpusPerNode;
-        return;
-      }
-      request.nodes = gpus / request.gpusPerNode;
-    }
-    if (gpus % request.nodes != 0) {
-      error(*gpusEntry) << "cluster.gpus " << gpus
-                        << " does not divide over cluster.nodes "
-                        << request.nodes;
-      return;
-    }
-    if (perNodeEntry && request.gpusPerNode * request.nodes != gpus) {
-      error(*gpusEntry) << "cluster.gpus " << gpus << " disagrees with "
-                        << request.nodes << " nodes x gpus_per_node "
-                        << request.gpusPerNode;
-      return;
-    }
-    request.gpusPerNode = gpus / request.nodes;
-  } else if (!perNodeEntry) {
-    error(fileLoc()) << "missing required key 'cluster.gpus_per_node' or "
-                        "'cluster.gpus' (flag --gpus-per-node or --gpus)";
-  }
-  if (failed)
-    return;
-
-  int64_t world = request.getWorldSize();
-  if (world > RecipeLimits::kMaxGpus) {
-    const Entry *nodes = lookup("cluster.nodes");
-    error(gpusEntry ? gpusEntry->loc
-          : nodes   ? nodes->loc
-                    : fileLoc())
-        << request.nodes << " nodes x " << request.gpusPerNode << " = " << world
-        << " GPUs, at most " << RecipeLimits::kMaxGpus << " are supported";
-    return;
-  }
-  if (int64_t tokens = request.microBatchSize * request.seqLen;
-      tokens > RecipeLimits::kMaxMicroBatchTokens) {
-    const Entry *mbs = lookup("train.micro_batch_size");
-    error(mbs ? mbs->loc : lookup("train.seq_len")->loc)
-        << "micro_batch_size " << request.microBatchSize << " x seq_len "
-        << request.seqLen << " = " << tokens
-        << " tokens per micro-batch, at most "
-        << RecipeLimits::kMaxMicroBatchTokens << " are supported";
-    return;
-  }
-  std::string cluster =
-      (llvm::Twine(world) + " GPUs (" + llvm::Twine(request.nodes) + " node" +
-       (request.nodes == 1 ? "" : "s") + " x " +
-       llvm::Twine(request.gpusPerNode) + ")")
-          .str();
-  const Entry *parallelEntry = lookup("parallel.fsdp");
-  if (!parallelEntry)
-    parallelEntry = lookup("parallel.dp");
-  if (!parallelEntry)
-    parallelEntry = lookup("parallel.tp");
-  if (!parallelEntry)
-    parallelEntry = lookup("parallel.pp");
-  Location parallelLoc = parallelEntry ? parallelEntry->loc : fileLoc();
-  int64_t others = request.dp * request.tp * request.pp;
-  std::string othersText =
-      (request.dp > 1 ? "dp " + std::to_string(request.dp) + " x " : "") +
-      "tp " + std::to_string(request.tp) + " x pp " +
-      std::to_string(request.pp);
-  if (!lookup("parallel.fsdp")) {
-    // FSDP takes every GPU that replication, tensor and pipeline
-    // parallelism leave.
-    if (world % others != 0) {
-      error(parallelLoc) << othersText << " does not divide the " << cluster;
-      return;
-    }
-    request.fsdp = world / others;
-  }
-  int64_t used;
-  bool wraps = llvm::MulOverflow(request.fsdp, others, used);
-  if (wraps || used != world) {
-    error(parallelLoc) << (request.dp > 1
-                               ? "dp " + std::to_string(request.dp) + " x "
-                               : std::string())
-                       << "fsdp " << request.fsdp << " x tp " << request.tp
-                       << " x pp " << request.pp << " = "
-                       << (wraps ? std::string("over 2^63")
-                                 : std::to_string(used))
-                       << " GPUs, but the cluster has " << cluster
-                       << "; the product must use every GPU";
-    return;
-  }
-
-  int64_t perStep = request.microBatchSize * request.getDataParallelRanks();
-  const Entry *gbsEntry = lookup("train.global_batch_size");
-  const Entry *microEntry = lookup("parallel.microbatches");
-  if (!gbsEntry) {
-    // A pipeline needs micro-batches to fill it: one per stage by default.
-    int64_t micro = microEntry ? request.microbatches : request.pp;
-    request.globalBatchSize = perStep * micro;
-  } else if (request.globalBatchSize % perStep != 0) {
-    error(*gbsEntry) << "global_batch_size " << request.globalBatchSize
-                     << " is not a multiple of micro_batch_size "
-                     << request.microBatchSize << " x data-parallel ranks "
-                     << request.getDataParallelRanks() << " = " << perStep
-                     << "; gradient accumulation must be a whole number";
-    return;
-  }
-  if (request.globalBatchSize > RecipeLimits::kMaxGlobalBatch) {
-    error(gbsEntry ? gbsEntry->loc : fileLoc())
-        << "global batch of " << request.globalBatchSize
-        << " sequences, at most " << RecipeLimits::kMaxGlobalBatch
-        << " are supported";
-    return;
-  }
-  request.gradAccumulation = request.globalBatchSize / perStep;
-  if (request.gradAccumulation > RecipeLimits::kMaxMicrobatches) {
-    error(gbsEntry ? gbsEntry->loc : fileLoc())
-        << "global_batch_size " << request.globalBatchSize
-        << " / (micro_batch_size " << request.microBatchSize
-        << " x data-parallel ranks " << request.getDataParallelRanks()
-        << ") = " << request.gradAccumulation
-        << " micro-batches per step, at most " << RecipeLimits::kMaxMicrobatches
-        << " are supported (the program unrolls them): raise "
-           "micro_batch_size";
-    return;
-  }
-  if (microEntry && request.microbatches != request.gradAccumulation) {
-    error(*microEntry) << "microbatches " << request.microbatches
-                       << " disagrees with global_batch_size "
-                       << request.globalBatchSize << " / (micro_batch_size "
-                       << request.microBatchSize << " x data-parallel ranks "
-                       << request.getDataParallelRanks()
-                       << ") = " << request.gradAccumulation;
-    return;
-  }
-  request.microbatches = request.gradAccumulation;
-  if (const Entry *margin = lookup("parallel.remat_margin");
-      margin && request.rematMargin > 0.5) {
-    error(*margin) << "key 'parallel.remat_margin' must be at most 0.5 (the "
-                      "fraction of device memory left free), got '"
-                   << margin->value.Scalar() << "'";
-    return;
-  }
-  if (request.remat == "budget" && request.pp > 1) {
-    const Entry *remat = lookup("parallel.remat");
-    error(remat ? remat->loc : fileLoc())
-        << "remat budget needs pp 1, got pp " << request.pp
-        << ": pipeline stages keep different numbers of micro-batches in "
-           "flight; name full, selective or every:N";
-    return;
-  }
-  if (request.ppChunks > 1 && request.ppSchedule != "interleaved-1f1b") {
-    const Entry *chunks = lookup("parallel.pp_chunks");
-    error(chunks ? chunks->loc : fileLoc())
-        << "pp_chunks " << request.ppChunks
-        << " needs pp_schedule interleaved-1f1b, got '" << request.ppSchedule
-        << "'";
-    return;
-  }
-}
-
 FailureOr<PlanRequest> RecipeReader::read(StringRef text,
                                           ArrayRef<RecipeSetting> settings) {
   PlanRequest request;
@@ -919,8 +538,6 @@ FailureOr<PlanRequest> RecipeReader::finish(PlanRequest &request,
     request.origins[key] = entry.loc;
   return request;
 }
-
-} // namespace
 
 FailureOr<PlanRequest>
 mlir::parc::readRecipe(StringRef text, StringRef filename, StringRef baseDir,

@@ -203,10 +203,10 @@ private:
     return FileLineColLoc::get(context, filename, region.begin.line,
                                region.begin.column);
   }
-  Location loc(const Found &found) const {
-    return loc(found.node->source());
+  Location loc(const Found &found) const { return loc(found.node->source()); }
+  Location fileLoc() const {
+    return FileLineColLoc::get(context, filename, 1, 1);
   }
-  Location fileLoc() const { return FileLineColLoc::get(context, filename, 1, 1); }
   InFlightDiagnostic error(Location at) {
     failed = true;
     return emitError(at);
@@ -247,7 +247,14 @@ private:
 
   void translateModel();
   void translateTraining();
-  void translateParallelism();
+  /// The degrees, sequence and loss parallel, resharding; returns pp.
+  int64_t translateParallelism();
+  /// The local batch, as the micro-batch (pp 1) or split into pipeline
+  /// micro-batches (translatePipeline).
+  void translateBatch(int64_t pp);
+  void translatePipeline(Found localFound, int64_t local, Found global);
+  /// train.micro_batch_size, at the local batch's key or as its default.
+  void setMicroBatch(Found localFound, int64_t microBatch);
   void translateRemat();
   void translateRefusals();
 
@@ -266,8 +273,8 @@ void TorchtitanJob::checkKeys() {
     const toml::table *keys = section.as_table();
     if (!keys) {
       error(loc(sectionKey.source()))
-          << "torchtitan job: '" << sectionName
-          << "' must be a section ([" << sectionName << "]), got a value";
+          << "torchtitan job: '" << sectionName << "' must be a section (["
+          << sectionName << "]), got a value";
       continue;
     }
     if (!llvm::any_of(kJobKeys, [&](const JobKey &key) {
@@ -331,8 +338,8 @@ std::optional<T> TorchtitanJob::typed(const Found &found, StringRef what) {
   return value;
 }
 
-std::optional<std::string>
-TorchtitanJob::choice(const Found &found, ArrayRef<StringRef> choices) {
+std::optional<std::string> TorchtitanJob::choice(const Found &found,
+                                                 ArrayRef<StringRef> choices) {
   std::optional<std::string> value = string(found);
   if (!value)
     return std::nullopt;
@@ -400,8 +407,10 @@ void TorchtitanJob::translateModel() {
     return f.model == model && f.flavor == size;
   });
   if (match == std::end(kFlavors)) {
-    SmallVector<std::string> known = llvm::map_to_vector(
-        kFlavors, [](const Flavor &f) { return (f.model + " " + f.flavor).str(); });
+    SmallVector<std::string> known =
+        llvm::map_to_vector(kFlavors, [](const Flavor &f) {
+          return (f.model + " " + f.flavor).str();
+        });
     error(at) << "torchtitan job: model '" << model << "' flavor '" << size
               << "' has no Hugging Face config in parc (known: "
               << llvm::join(known, ", ")
@@ -411,7 +420,6 @@ void TorchtitanJob::translateModel() {
   llvm::SmallString<256> path(modelsDir);
   llvm::sys::path::append(path, match->config.str());
   set("model.hf_config", "'" + std::string(path) + "'", at);
-
 }
 
 /// torchtitan's dtype names.
@@ -454,8 +462,7 @@ void TorchtitanJob::translateTraining() {
   // their AdamW moments): bfloat16 is full-bf16 training.
   if (Found full = find({"training.dtype"}))
     if (dtype(full, "train.master_dtype", {"float32", "bfloat16"}))
-      set("train.optim_dtype",
-          recipe.entries.back().yaml, loc(full));
+      set("train.optim_dtype", recipe.entries.back().yaml, loc(full));
 
   if (Found compile = find({"training.compile", "compile.enable"}))
     if (std::optional<bool> on = boolean(compile); on && *on)
@@ -478,7 +485,7 @@ void TorchtitanJob::translateTraining() {
                            "modelled";
 }
 
-void TorchtitanJob::translateParallelism() {
+int64_t TorchtitanJob::translateParallelism() {
   auto setDegree = [&](std::initializer_list<llvm::StringLiteral> places,
                        StringRef key, bool fill = false) -> int64_t {
     Found found = find(places);
@@ -498,9 +505,9 @@ void TorchtitanJob::translateParallelism() {
              "training.data_parallel_shard_degree",
              "training.data_parallel_degree"},
             "parallel.fsdp", /*fill=*/true);
-  setDegree({"parallelism.tensor_parallel_degree",
-             "training.tensor_parallel_degree"},
-            "parallel.tp");
+  setDegree(
+      {"parallelism.tensor_parallel_degree", "training.tensor_parallel_degree"},
+      "parallel.tp");
   int64_t pp = setDegree({"parallelism.pipeline_parallel_degree",
                           "experimental.pipeline_parallel_degree"},
                          "parallel.pp");
@@ -529,7 +536,10 @@ void TorchtitanJob::translateParallelism() {
       set("parallel.fsdp_reshard_after_forward",
           *value == "always" ? "true" : "false", loc(reshard));
   }
+  return pp;
+}
 
+void TorchtitanJob::translateBatch(int64_t pp) {
   // The local batch is one data-parallel rank's share of a step: its
   // micro-batch without PP, split into pipeline micro-batches with it.
   Found localFound = find({"training.local_batch_size", "training.batch_size"});
@@ -548,100 +558,104 @@ void TorchtitanJob::translateParallelism() {
     if (value && *value != -1)
       set("train.global_batch_size", std::to_string(*value), loc(global));
   }
-  auto setLocal = [&](int64_t microBatch) {
-    if (localFound)
-      set("train.micro_batch_size", std::to_string(microBatch),
-          loc(localFound));
-    else
-      setDefault("train.micro_batch_size", std::to_string(microBatch),
-                 "training.local_batch_size = 8");
-  };
-  if (pp == 1) {
-    setLocal(local);
-    // What only a pipeline reads plans nothing without one.
-    for (llvm::StringLiteral key :
-         llvm::concat<const llvm::StringLiteral>(kPipelineKeys,
-                                                 kStageSplitKeys))
-      if (find({key}))
-        recipe.ignoredKeys.push_back((key + " (pp 1)").str());
+  if (pp != 1) {
+    translatePipeline(localFound, local, global);
+    return;
+  }
+  setMicroBatch(localFound, local);
+  // What only a pipeline reads plans nothing without one.
+  for (llvm::StringLiteral key :
+       llvm::concat<const llvm::StringLiteral>(kPipelineKeys, kStageSplitKeys))
+    if (find({key}))
+      recipe.ignoredKeys.push_back((key + " (pp 1)").str());
+}
+
+void TorchtitanJob::setMicroBatch(Found localFound, int64_t microBatch) {
+  if (localFound)
+    set("train.micro_batch_size", std::to_string(microBatch), loc(localFound));
+  else
+    setDefault("train.micro_batch_size", std::to_string(microBatch),
+               "training.local_batch_size = 8");
+}
+
+void TorchtitanJob::translatePipeline(Found localFound, int64_t local,
+                                      Found global) {
+  Found schedule = find({"parallelism.pipeline_parallel_schedule",
+                         "experimental.pipeline_parallel_schedule"});
+  std::string name = "1F1B";
+  if (schedule)
+    if (std::optional<std::string> value = string(schedule))
+      name = *value;
+  std::string lower = StringRef(name).lower();
+  StringRef parcSchedule =
+      lower == "1f1b"    ? "1f1b"
+      : lower == "gpipe" ? "gpipe"
+      : lower == "interleaved1f1b" || lower == "interleaved_1f1b"
+          ? "interleaved-1f1b"
+          : "";
+  if (parcSchedule.empty()) {
+    error(schedule ? loc(schedule) : fileLoc())
+        << "torchtitan job: pipeline schedule '" << name
+        << "' is not planned by parc (known: 1F1B, GPipe, Interleaved1F1B)";
   } else {
-    Found schedule = find({"parallelism.pipeline_parallel_schedule",
-                           "experimental.pipeline_parallel_schedule"});
-    std::string name = "1F1B";
-    if (schedule)
-      if (std::optional<std::string> value = string(schedule))
-        name = *value;
-    std::string lower = StringRef(name).lower();
-    StringRef parcSchedule = lower == "1f1b"    ? "1f1b"
-                             : lower == "gpipe" ? "gpipe"
-                             : lower == "interleaved1f1b" ||
-                                     lower == "interleaved_1f1b"
-                                 ? "interleaved-1f1b"
-                                 : "";
-    if (parcSchedule.empty()) {
-      error(schedule ? loc(schedule) : fileLoc())
-          << "torchtitan job: pipeline schedule '" << name
-          << "' is not planned by parc (known: 1F1B, GPipe, Interleaved1F1B)";
-    } else {
-      Location at = schedule ? loc(schedule) : fileLoc();
-      set("parallel.pp_schedule", parcSchedule.str(), at);
-      // torchtitan gives a looped schedule two stages per rank unless the
-      // layers per stage say otherwise.
-      if (parcSchedule == "interleaved-1f1b")
-        set("parallel.pp_chunks", "2", at);
-    }
-    int64_t microBatch = 1;
-    Found size = find({"parallelism.pipeline_parallel_microbatch_size"});
-    Found count = find({"parallelism.pipeline_parallel_microbatches",
-                        "experimental.pipeline_parallel_microbatches"});
-    if (size && count) {
-      error(loc(count)) << "torchtitan job: give '" << size.name << "' or '"
-                        << count.name << "', not both";
+    Location at = schedule ? loc(schedule) : fileLoc();
+    set("parallel.pp_schedule", parcSchedule.str(), at);
+    // torchtitan gives a looped schedule two stages per rank unless the
+    // layers per stage say otherwise.
+    if (parcSchedule == "interleaved-1f1b")
+      set("parallel.pp_chunks", "2", at);
+  }
+  int64_t microBatch = 1;
+  Found size = find({"parallelism.pipeline_parallel_microbatch_size"});
+  Found count = find({"parallelism.pipeline_parallel_microbatches",
+                      "experimental.pipeline_parallel_microbatches"});
+  if (size && count) {
+    error(loc(count)) << "torchtitan job: give '" << size.name << "' or '"
+                      << count.name << "', not both";
+    return;
+  }
+  if (size) {
+    if (std::optional<int64_t> value = integer(size))
+      microBatch = *value;
+  } else if (count) {
+    std::optional<int64_t> value = integer(count);
+    if (value && *value >= 1 && local % *value == 0)
+      microBatch = local / *value;
+    else if (value) {
+      error(loc(count)) << "torchtitan job: '" << count.name << "' = " << *value
+                        << " does not divide the local batch " << local;
       return;
     }
-    if (size) {
-      if (std::optional<int64_t> value = integer(size))
-        microBatch = *value;
-    } else if (count) {
-      std::optional<int64_t> value = integer(count);
-      if (value && *value >= 1 && local % *value == 0)
-        microBatch = local / *value;
-      else if (value) {
-        error(loc(count)) << "torchtitan job: '" << count.name << "' = "
-                          << *value << " does not divide the local batch "
-                          << local;
-        return;
-      }
-    }
-    Found at = size ? size : count;
-    if (microBatch < 1 || local % microBatch != 0) {
-      error(at ? loc(at) : fileLoc())
-          << "torchtitan job: the pipeline micro-batch of " << microBatch
-          << " does not divide the local batch " << local;
-      return;
-    }
-    setLocal(microBatch);
-    // The schedule runs local / micro-batch micro-batches a step; with a
-    // global batch given, parc derives the count from it (accumulation
-    // steps run as one longer pipeline).
-    if (!global) {
-      set("parallel.microbatches", std::to_string(local / microBatch),
-          at ? loc(at) : fileLoc());
-      recipe.entries.back().replacedBy = "train.global_batch_size";
-    }
-    for (llvm::StringLiteral split : kStageSplitKeys) {
-      Found found = find({split});
-      if (!found)
-        continue;
-      if (const toml::array *list = found.node->as_array(); list && list->empty())
-        continue;
-      if (auto text = found.node->value_exact<std::string>(); text && text->empty())
-        continue;
-      error(loc(found)) << "torchtitan job: '" << found.name
-                        << "' pins the stage split, which parc does not "
-                           "translate; parc balances the stages by cost, or "
-                           "pin layers per stage with --pp-split";
-    }
+  }
+  Found at = size ? size : count;
+  if (microBatch < 1 || local % microBatch != 0) {
+    error(at ? loc(at) : fileLoc())
+        << "torchtitan job: the pipeline micro-batch of " << microBatch
+        << " does not divide the local batch " << local;
+    return;
+  }
+  setMicroBatch(localFound, microBatch);
+  // The schedule runs local / micro-batch micro-batches a step; with a
+  // global batch given, parc derives the count from it (accumulation
+  // steps run as one longer pipeline).
+  if (!global) {
+    set("parallel.microbatches", std::to_string(local / microBatch),
+        at ? loc(at) : fileLoc());
+    recipe.entries.back().replacedBy = "train.global_batch_size";
+  }
+  for (llvm::StringLiteral split : kStageSplitKeys) {
+    Found found = find({split});
+    if (!found)
+      continue;
+    if (const toml::array *list = found.node->as_array(); list && list->empty())
+      continue;
+    if (auto text = found.node->value_exact<std::string>();
+        text && text->empty())
+      continue;
+    error(loc(found)) << "torchtitan job: '" << found.name
+                      << "' pins the stage split, which parc does not "
+                         "translate; parc balances the stages by cost, or "
+                         "pin layers per stage with --pp-split";
   }
 }
 
@@ -735,7 +749,7 @@ FailureOr<TranslatedRecipe> TorchtitanJob::translate(StringRef text) {
   checkKeys();
   translateModel();
   translateTraining();
-  translateParallelism();
+  translateBatch(translateParallelism());
   translateRemat();
   translateRefusals();
   if (failed)

@@ -13,8 +13,6 @@
 #include "parc/Analysis/Parallelism.h"
 #include "parc/Transforms/Passes.h"
 
-#include "DtypeOption.h"
-
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -79,15 +77,11 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
     if (prefetch < 0)
       return mlir::emitError(model->getLoc())
              << "apply-fsdp needs prefetch >= 0, got " << int64_t(prefetch);
-    FailureOr<Type> compute =
-        parseDtypeOption(computeDtype, "compute-dtype", model);
-    FailureOr<Type> master =
-        parseDtypeOption(masterDtype, "master-dtype", model);
-    FailureOr<Type> reduce =
-        parseDtypeOption(reduceDtype, "reduce-dtype", model);
-    FailureOr<Type> optim = parseDtypeOption(optimDtype, "optim-dtype", model);
-    if (failed(compute) || failed(master) || failed(reduce) || failed(optim))
-      return failure();
+    MLIRContext *context = model.getContext();
+    Type compute = getStorageType(context, computeDtype);
+    Type master = getStorageType(context, masterDtype);
+    Type reduce = getStorageType(context, reduceDtype);
+    Type optim = getStorageType(context, optimDtype);
 
     // Re-running replaces the previous plan.
     for (Operation &op : llvm::make_early_inc_range(*model.getBody()))
@@ -132,8 +126,8 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
       std::string path = isRoot ? "" : getDottedPath(layers[unit]);
       auto op = FsdpUnitOp::create(
           builder, loc, builder.getStringAttr(isRoot ? "root" : path),
-          builder.getStringAttr(path), TypeAttr::get(*compute),
-          TypeAttr::get(*master), TypeAttr::get(*reduce), TypeAttr::get(*optim),
+          builder.getStringAttr(path), TypeAttr::get(compute),
+          TypeAttr::get(master), TypeAttr::get(reduce), TypeAttr::get(optim),
           // FSDP2 keeps the root gathered from forward into backward.
           builder.getBoolAttr(!isRoot && reshardAfterForward),
           builder.getI64IntegerAttr(prefetch),

@@ -202,9 +202,8 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
         layers.push_back(layer);
     }
     if (layers.empty())
-      return mlir::emitError(loc)
-             << "apply-pp needs layers, and @" << model.getSymName()
-             << " has none";
+      return mlir::emitError(loc) << "apply-pp needs layers, and @"
+                                  << model.getSymName() << " has none";
     int64_t groups = p * v;
     int64_t n = layers.size();
     if (groups > n)
@@ -282,20 +281,19 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
     SmallVector<int64_t> inFlight;
     for (int64_t s = 0; s < p; ++s) {
       SmallVector<Step> steps = schedule == PpSchedule::Gpipe ? gpipe(m)
-                                : isInterleaved     ? interleaved(p, s, v, m)
-                                                    : oneFOneB(p, s, m);
+                                : isInterleaved ? interleaved(p, s, v, m)
+                                                : oneFOneB(p, s, m);
       inFlight.push_back(maxInFlight(steps));
-      schedules.push_back(PipelineStepsAttr::get(b.getContext(), s,
-                                                 ArrayRef<PipelineStep>(steps)));
+      schedules.push_back(PipelineStepsAttr::get(
+          b.getContext(), s, ArrayRef<PipelineStep>(steps)));
     }
     double bubble = double(p - 1) / double((isInterleaved ? v : 1) * m);
     model->setAttr(kPlanAttr,
-                   PipelinePlanAttr::get(
-                       b.getContext(), p, schedule, v, m,
-                       b.getDenseI64ArrayAttr(stageLayers),
-                       b.getDenseF64ArrayAttr(stageCosts),
-                       b.getDenseI64ArrayAttr(inFlight),
-                       b.getF64FloatAttr(bubble)));
+                   PipelinePlanAttr::get(b.getContext(), p, schedule, v, m,
+                                         b.getDenseI64ArrayAttr(stageLayers),
+                                         b.getDenseF64ArrayAttr(stageCosts),
+                                         b.getDenseI64ArrayAttr(inFlight),
+                                         b.getF64FloatAttr(bubble)));
     model->setAttr(kScheduleAttr, b.getArrayAttr(schedules));
 
     // Which stage holds each parameter, as every later reader sees it.
@@ -313,13 +311,8 @@ struct ApplyPpPass : public impl::ApplyPpBase<ApplyPpPass> {
       if (tieStages.size() < 2)
         continue;
       llvm::sort(tieStages);
-      SmallVector<Attribute> stageAttrs;
-      for (int64_t s : tieStages)
-        stageAttrs.push_back(b.getI64IntegerAttr(s));
-      tiedCopies.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("params", tie.getParams()),
-           b.getNamedAttr("stages", b.getArrayAttr(stageAttrs)),
-           b.getNamedAttr("gradient_all_reduce", b.getStringAttr(kGridName))}));
+      tiedCopies.push_back(
+          PpTiedCopiesAttr::get(b.getContext(), tie.getParams(), tieStages));
       InFlightDiagnostic remark = mlir::emitRemark(loc);
       remark << "PP: tied parameters";
       for (auto ref : tie.getParams().getAsRange<SymbolRefAttr>())

@@ -18,8 +18,6 @@
 #include "parc/Analysis/RematBudget.h"
 #include "parc/Transforms/Passes.h"
 
-#include "DtypeOption.h"
-
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -161,16 +159,12 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
                 ">= 0, got seq="
              << int64_t(seqLen) << ", mbs=" << int64_t(microBatch)
              << ", image-tokens=" << int64_t(imageTokens);
-    FailureOr<Type> dtype =
-        parseDtypeOption(computeDtype, "compute-dtype", model);
-    if (failed(dtype))
-      return failure();
     FailureOr<HardwareProfile> profile = loadHardwareProfile(
         hardware, hardwareDir.empty() ? getDefaultHardwareDir() : hardwareDir,
         model->getLoc());
     if (failed(profile))
       return failure();
-    int64_t elementBytes = (dtype->getIntOrFloatBitWidth() + 7) / 8;
+    int64_t elementBytes = getStorageDtypeBytes(computeDtype);
     TpPlan tp = getTpPlan(model);
 
     llvm::DenseMap<Operation *, StringRef> inScope;

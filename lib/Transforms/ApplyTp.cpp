@@ -7,7 +7,8 @@
 // activation / mul result are row-parallel; the embedding table and the
 // linear producing the logits of the cross-entropy are vocab-parallel.
 // Divisibility is checked before anything is written, and each refusal names
-// the config key (from the model's `parc.hf_config`) or the op attribute it comes from.
+// the config key (from the model's `parc.hf_config`) or the op attribute it
+// comes from.
 //
 // Once the roles are written, each op's TpShardingOpInterface says what a TP
 // rank holds of its results and which collectives its kernel runs;
@@ -108,7 +109,7 @@ struct Refusal {
   std::string key;     // config key, empty when the model has none
   std::string source;  // op attribute or parameter naming the value
   int64_t layers = 0;
-  std::string detail; // extra clause, for head-dim groups
+  std::string detail;      // extra clause, for head-dim groups
   Operation *op = nullptr; // where the first layer refused holds the value
 };
 
@@ -441,9 +442,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
         op.erase();
     model.walk([](Operation *op) {
       for (StringRef name :
-           {kPlanAttr.data(), kPaddedAttr.data(),
-            kSizeAttr.data(), kSequenceAttr.data(), kLossAttr.data(),
-            kTpShardsAttrName.data()})
+           {kPlanAttr.data(), kPaddedAttr.data(), kSizeAttr.data(),
+            kSequenceAttr.data(), kLossAttr.data(), kTpShardsAttrName.data()})
         op->removeAttr(name);
     });
   }
@@ -532,8 +532,8 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
         assign(linear.getBiasAttr(),
                plan == TpRole::Colwise ? plan : TpRole::Replicated);
       } else if (isa<RmsNormOp, LayerNormOp>(op)) {
-        TpRole plan = sequenceNorms.contains(op) ? TpRole::Sequence
-                                                 : TpRole::Replicated;
+        TpRole plan =
+            sequenceNorms.contains(op) ? TpRole::Sequence : TpRole::Replicated;
         if (auto norm = dyn_cast<RmsNormOp>(op))
           assign(norm.getWeight(), plan);
         if (auto norm = dyn_cast<LayerNormOp>(op)) {
@@ -551,16 +551,14 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
         TpRole plan = planOf.lookup_or(param, TpRole::Replicated);
         if (first && *first != plan) {
           InFlightDiagnostic diag =
-              tie.emitError() << "apply-tp: tied parameter "
-                              << getDottedPath(param) << " would be "
-                              << stringifyTpRole(plan)
-                              << " but its tie group is "
-                              << stringifyTpRole(*first);
+              tie.emitError()
+              << "apply-tp: tied parameter " << getDottedPath(param)
+              << " would be " << stringifyTpRole(plan)
+              << " but its tie group is " << stringifyTpRole(*first);
           diag.attachNote(param.getLoc())
               << getDottedPath(param) << " would be " << stringifyTpRole(plan);
           diag.attachNote(firstParam.getLoc())
-              << getDottedPath(firstParam) << " is "
-              << stringifyTpRole(*first);
+              << getDottedPath(firstParam) << " is " << stringifyTpRole(*first);
           return diag;
         }
         first = plan;
@@ -577,9 +575,10 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     model->setAttr(kSequenceAttr, b.getBoolAttr(sequenceParallel));
     model->setAttr(kLossAttr, b.getBoolAttr(lossParallel));
     model.walk([&](ParamOp param) {
-      param->setAttr(kPlanAttr,
-                     TpRoleAttr::get(b.getContext(),
-                                     planOf.lookup_or(param, TpRole::Replicated)));
+      param->setAttr(
+          kPlanAttr,
+          TpRoleAttr::get(b.getContext(),
+                          planOf.lookup_or(param, TpRole::Replicated)));
       auto padded = paddedOf.find(param);
       if (padded != paddedOf.end())
         param->setAttr(kPaddedAttr, b.getI64IntegerAttr(padded->second));
@@ -592,10 +591,10 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     if (auto forward = dyn_cast_or_null<func::FuncOp>(
             SymbolTable::lookupSymbolIn(model, "forward")))
       for (const TpCollective &c :
-           getTpTraffic(forward, n, Type(), /*stopAtLayers=*/false).head.forward) {
+           getTpTraffic(forward, n, Type(), /*stopAtLayers=*/false)
+               .head.forward) {
         counts[int(c.kind)]++;
-        bytes[int(c.kind)] += c.elementsPerToken *
-                              ((c.element.getIntOrFloatBitWidth() + 7) / 8);
+        bytes[int(c.kind)] += c.elementsPerToken * getElementBytes(c.element);
       }
 
     int64_t replicated = 0;
@@ -612,9 +611,10 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     remark << "; sequence parallel " << (sequenceParallel ? "on" : "off")
            << ", loss parallel " << (lossParallel ? "on" : "off")
            << "; collectives per token:";
-    for (auto [kind, name] : {std::pair{CollectiveKind::AllReduce, "all_reduce"},
-                              {CollectiveKind::AllGather, "all_gather"},
-                              {CollectiveKind::ReduceScatter, "reduce_scatter"}})
+    for (auto [kind, name] :
+         {std::pair{CollectiveKind::AllReduce, "all_reduce"},
+          {CollectiveKind::AllGather, "all_gather"},
+          {CollectiveKind::ReduceScatter, "reduce_scatter"}})
       if (counts[int(kind)])
         remark << " " << counts[int(kind)] << " " << name << " ("
                << bytes[int(kind)] << " bytes)";

@@ -21,7 +21,6 @@ using namespace mlir::parc::lowering;
 namespace {
 
 constexpr llvm::StringLiteral kTiedAttr = kPpTiedCopiesAttrName;
-int64_t bytesOf(Type type) { return (type.getIntOrFloatBitWidth() + 7) / 8; }
 
 int64_t lastDim(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -92,9 +91,8 @@ struct PlanReader {
       mem.root = getFootprint(sizes->roots[stage], sizes->shards);
       for (const FsdpUnitSize &unit : sizes->layers[stage])
         mem.layers[unit.path] = getFootprint(unit, sizes->shards);
-      mem.lateRootGradients =
-          (stage < int64_t(late.size()) ? late[stage] : 0) *
-          mem.root.gradientBytes;
+      mem.lateRootGradients = (stage < int64_t(late.size()) ? late[stage] : 0) *
+                              mem.root.gradientBytes;
     }
     plan.loss = getLossBytes(model, mbs, seq, tp, kernels,
                              plan.memory.front().root.computeBytes);
@@ -117,8 +115,8 @@ struct PlanReader {
               SymbolTable::lookupSymbolIn(model, "forward"));
           forward && !getTpShards(forward))
         return error() << "parc.tp_size = " << tp.size
-                       << " but the forward has no "
-                       << kTpShardsAttrName << " record: run --apply-tp "
+                       << " but the forward has no " << kTpShardsAttrName
+                       << " record: run --apply-tp "
                           "again";
     // The dialect verified parc.pp and its schedule (ParcDialect.cpp).
     bool hasPlan = model->hasAttr(kPpPlanAttrName);
@@ -129,8 +127,8 @@ struct PlanReader {
     if (hasPlan) {
       if (gradAccum > 1)
         return error() << "grad-accum = " << gradAccum << " with a pipeline: "
-                       << "the micro-batches are parc.pp's ("
-                       << pp.microbatches << ")";
+                       << "the micro-batches are parc.pp's (" << pp.microbatches
+                       << ")";
       if (pp.stages > 1 && getGridSize(model, kPpGridName) != pp.stages)
         return error() << "parc.pp has " << pp.stages
                        << " stages but shard.grid @" << kPpGridName << " has "
@@ -163,7 +161,7 @@ struct PlanReader {
       return error() << "@" << model.getSymName()
                      << " has a shard.grid @fsdp but no parc.fsdp_unit: run "
                         "--apply-fsdp again";
-    int64_t elementBytes = bytesOf(plan.compute);
+    int64_t elementBytes = getElementBytes(plan.compute);
     PipelinePlacement placement(model);
     plan.layers.resize(plan.stages);
     plan.roots.resize(plan.stages);
@@ -200,8 +198,7 @@ struct PlanReader {
         return failure();
       if (!plan.boundaryElements && !(tag && isVisionStack(tag->first)))
         plan.boundaryElements =
-            mbs * seq *
-            lastDim(layer.getForward().getResultTypes().front()) /
+            mbs * seq * lastDim(layer.getForward().getResultTypes().front()) /
             (plan.sequenceParallel ? plan.tpSize : 1);
       plan.layers[step.stage].push_back(std::move(step));
     }
@@ -230,8 +227,8 @@ struct PlanReader {
   LogicalResult checkTpDivisible(const SchedulePlan &plan,
                                  const TpTraffic &traffic, int64_t tokens,
                                  StringRef where) {
-    for (ArrayRef<TpCollective> list : {ArrayRef(traffic.forward),
-                                        ArrayRef(traffic.backward)})
+    for (ArrayRef<TpCollective> list :
+         {ArrayRef(traffic.forward), ArrayRef(traffic.backward)})
       for (const TpCollective &c : list)
         if (c.kind != CollectiveKind::AllReduce &&
             (mbs * tokens * c.elementsPerToken) % plan.tpSize != 0)
@@ -271,8 +268,8 @@ struct PlanReader {
         for (UnitPart &root : plan.roots)
           root = unit;
       for (ShardParamOp shard : unitOp.getBody()->getOps<ShardParamOp>()) {
-        auto param =
-            dyn_cast_or_null<ParamOp>(tables.lookupSymbolIn(model, shard.getParam()));
+        auto param = dyn_cast_or_null<ParamOp>(
+            tables.lookupSymbolIn(model, shard.getParam()));
         if (!param)
           return error(shard) << "parc.shard_param " << shard.getParam()
                               << " names no parameter";
@@ -287,7 +284,8 @@ struct PlanReader {
                         model, param, shard->getAttrOfType<ArrayAttr>("tied"),
                         tables);
         for (int64_t stage : holders) {
-          UnitPart &into = layer ? unit : plan.roots[std::min(stage, plan.stages - 1)];
+          UnitPart &into =
+              layer ? unit : plan.roots[std::min(stage, plan.stages - 1)];
           into.gatherElements += padded;
           into.gradElements += trainable ? padded : 0;
         }
@@ -303,20 +301,16 @@ struct PlanReader {
     auto copies = model->getAttrOfType<ArrayAttr>(kTiedAttr);
     if (!copies || plan.stages < 2)
       return;
-    for (auto entry : copies.getAsRange<DictionaryAttr>()) {
-      auto params = entry.getAs<ArrayAttr>("params");
-      auto stages = entry.getAs<ArrayAttr>("stages");
-      if (!params || params.empty() || !stages)
-        continue;
+    // The dialect verified each entry (#parc.pp_tied).
+    for (auto entry : copies.getAsRange<PpTiedCopiesAttr>()) {
       auto owner = dyn_cast_or_null<ParamOp>(SymbolTable::lookupSymbolIn(
-          model, cast<SymbolRefAttr>(params[0])));
+          model, cast<SymbolRefAttr>(entry.getParams()[0])));
       if (!owner || !tiedGradElements.lookup(owner))
         continue;
       TiedCopy copy;
       copy.path = getDottedPath(owner);
       copy.gradElements = tiedGradElements.lookup(owner);
-      for (auto stage : stages.getAsRange<IntegerAttr>())
-        copy.stages.push_back(stage.getInt());
+      llvm::append_range(copy.stages, entry.getStages());
       plan.tied.push_back(std::move(copy));
     }
   }
@@ -327,9 +321,10 @@ struct PlanReader {
 
 } // namespace
 
-FailureOr<SchedulePlan> mlir::parc::lowering::readSchedulePlan(
-    ModelOp model, int64_t seq, int64_t mbs, int64_t gradAccum,
-    int64_t imageTokens, KernelProfile kernels) {
+FailureOr<SchedulePlan>
+mlir::parc::lowering::readSchedulePlan(ModelOp model, int64_t seq, int64_t mbs,
+                                       int64_t gradAccum, int64_t imageTokens,
+                                       KernelProfile kernels) {
   PlanReader reader(model, seq, mbs, gradAccum, imageTokens, kernels);
   FailureOr<SchedulePlan> plan = reader.read();
   if (succeeded(plan)) {

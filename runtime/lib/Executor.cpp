@@ -43,7 +43,6 @@ Executor::Executor(const plan::Plan &plan, Collectives &comm)
     : plan(plan), comm(comm), tpComm(&comm), fsdpComm(&comm), ppComm(&comm) {}
 Executor::~Executor() = default;
 
-
 std::unique_ptr<Executor> Executor::create(const plan::Plan &plan,
                                            Collectives &comm,
                                            std::string &error) {
@@ -97,7 +96,8 @@ bool Executor::compileParameters(std::string &error) {
       // "sequence": a norm weight on sequence shards, whole on every rank.
       split = TpSplit::Replicated;
     else {
-      error = "parameter '" + std::string(str(param->path())) + "' has TP split '" + tp +
+      error = "parameter '" + std::string(str(param->path())) +
+              "' has TP split '" + tp +
               "' this runtime does not know (colwise, rowwise, vocab, "
               "replicated, sequence)";
       return false;
@@ -131,11 +131,9 @@ bool Executor::compileParameters(std::string &error) {
       if (tp > 1) {
         int dim = slot.tp == TpSplit::Rowwise ? 1 : 0;
         if (slot.tp == TpSplit::Vocab) {
-          slot.tpPaddedDim0 = param->tp_padded_dim0()
-                                  ? param->tp_padded_dim0()
-                                  : slot.fullShape[0];
-          if (slot.tpPaddedDim0 < slot.fullShape[0] ||
-              slot.tpPaddedDim0 % tp) {
+          slot.tpPaddedDim0 = param->tp_padded_dim0() ? param->tp_padded_dim0()
+                                                      : slot.fullShape[0];
+          if (slot.tpPaddedDim0 < slot.fullShape[0] || slot.tpPaddedDim0 % tp) {
             error = "parameter '" + path + "': vocab padded to " +
                     std::to_string(slot.tpPaddedDim0) +
                     " rows, which does not cover its " +
@@ -145,8 +143,7 @@ bool Executor::compileParameters(std::string &error) {
           }
           slot.shape[0] = slot.tpPaddedDim0 / tp;
         } else if (slot.tp != TpSplit::Replicated) {
-          if (int(slot.fullShape.size()) <= dim ||
-              slot.fullShape[dim] % tp) {
+          if (int(slot.fullShape.size()) <= dim || slot.fullShape[dim] % tp) {
             error = "parameter '" + path + "' is split " + str(param->tp()) +
                     " over TP " + std::to_string(tp) + ", but its dim " +
                     std::to_string(dim) + " is not a multiple of it";
@@ -175,8 +172,8 @@ bool Executor::compileParameters(std::string &error) {
       if (!splitOf(param, split))
         return false;
       if (layout.tp > 1 && split != slot.tp) {
-        error = "tied parameters '" + alias->second + "' and '" +
-                alias->first + "' are split differently by TP";
+        error = "tied parameters '" + alias->second + "' and '" + alias->first +
+                "' are split differently by TP";
         return false;
       }
       if (std::find(slot.stages.begin(), slot.stages.end(),
@@ -200,9 +197,9 @@ bool Executor::compileParameters(std::string &error) {
               "parc-run all-reduces tied copies between those two only";
       return false;
     }
-    slot.local = layout.pp == 1 ||
-                 std::find(slot.stages.begin(), slot.stages.end(),
-                           layout.ppIndex) != slot.stages.end();
+    slot.local =
+        layout.pp == 1 || std::find(slot.stages.begin(), slot.stages.end(),
+                                    layout.ppIndex) != slot.stages.end();
   }
 
   return true;
@@ -295,170 +292,196 @@ bool Executor::compileForwards(std::string &error) {
   return true;
 }
 
-/// One forward: its ops with their operands, results, kernel and attributes
-/// read once, so that running it looks nothing up by name.
-bool Executor::compileForward(const plan::Forward &entry, std::string &error) {
-  const plan::Forward *fwd = &entry;
-  const std::map<std::string, OpKind> &kinds = opKinds();
-  auto compiled = std::make_unique<CompiledForward>();
-  compiled->module = str(fwd->path());
-  std::string where = "forward of '" + compiled->module + "'";
-  compiled->numArgs = fwd->arg_types() ? fwd->arg_types()->size() : 0;
-  int numValues = compiled->numArgs;
-  if (fwd->ops())
-    for (const plan::ForwardOp *entry : *fwd->ops()) {
-      CompiledOp op;
-      op.name = str(entry->name());
-      op.module = compiled->module;
-      auto kind = kinds.find(op.name);
-      if (kind == kinds.end()) {
-        error = where + ": op '" + op.name +
-                "' is not supported by parc-run (it runs the language-model "
-                "ops: embedding, linear, norms, rope, attention, "
-                "elementwise, softcap, cross-entropy, call)";
-        return false;
-      }
-      op.kind = kind->second;
-      if (entry->operands())
-        op.operands.assign(entry->operands()->begin(),
-                           entry->operands()->end());
-      if (entry->results())
-        op.results.assign(entry->results()->begin(), entry->results()->end());
-      for (int id : op.operands)
-        if (id < 0 || id >= numValues) {
-          error = where + ": op '" + op.name + "' reads undefined value " +
-                  std::to_string(id);
+/// Reads the rope scaling dictionary of `attr` into `op`, refusing a scaling
+/// the kernel does not implement.
+static bool readRopeScaling(const plan::OpAttr &attr, const std::string &where,
+                            CompiledOp &op, std::string &error) {
+  for (const plan::OpAttr *entry : *attr.children()) {
+    std::string key = str(entry->name());
+    double value = entry->kind() == plan::AttrKind::Int
+                       ? double(entry->int_value())
+                       : entry->float_value();
+    if (key == "rope_type" || key == "type")
+      op.ropeType = str(entry->string_value());
+    else if (key == "factor")
+      op.ropeFactor = value;
+    else if (key == "low_freq_factor")
+      op.lowFreqFactor = value;
+    else if (key == "high_freq_factor")
+      op.highFreqFactor = value;
+    else if (key == "original_max_position_embeddings")
+      op.originalMaxPositions = int64_t(value);
+  }
+  if (op.ropeType == "default")
+    op.ropeType.clear();
+  if (!op.ropeType.empty() && op.ropeType != "linear" &&
+      op.ropeType != "llama3") {
+    error = where + ": rope scaling '" + op.ropeType +
+            "' is not supported by parc-run (default, linear, llama3)";
+    return false;
+  }
+  return true;
+}
+
+/// The shape facts the kernels divide by or index with, checked once.
+static bool checkCompiledOp(const CompiledOp &op, const std::string &where,
+                            std::string &error) {
+  if (op.kind == OpKind::Rope && (op.headDim <= 0 || op.headDim % 2)) {
+    error = where + ": rope needs an even head_dim";
+    return false;
+  }
+  if (op.kind == OpKind::Attention &&
+      (op.heads <= 0 || op.kvHeads <= 0 || op.heads % op.kvHeads)) {
+    error = where + ": attention heads " + std::to_string(op.heads) +
+            " are not a multiple of KV heads " + std::to_string(op.kvHeads);
+    return false;
+  }
+  if ((op.kind == OpKind::Embedding || op.kind == OpKind::Linear ||
+       op.kind == OpKind::Matmul || op.kind == OpKind::RmsNorm ||
+       op.kind == OpKind::LayerNorm) &&
+      op.weight < 0) {
+    error = where + ": op '" + op.name + "' has no weight";
+    return false;
+  }
+  return true;
+}
+
+bool Executor::readOpAttrs(const plan::ForwardOp &entry,
+                           const std::string &where, CompiledOp &op,
+                           std::string &error) {
+  bool failedRef = false;
+  auto slotOf = [&](const plan::OpAttr *attr) {
+    std::string path = str(attr->string_value());
+    if (tiedTo.count(path))
+      path = tiedTo[path];
+    auto it = slotByPath.find(path);
+    if (it == slotByPath.end()) {
+      error = where + ": op '" + op.name + "' refers to unknown parameter '" +
+              path + "'";
+      failedRef = true;
+      return -1;
+    }
+    return it->second;
+  };
+  if (entry.attrs())
+    for (const plan::OpAttr *attr : *entry.attrs()) {
+      std::string name = str(attr->name());
+      if (name == "weight")
+        op.weight = slotOf(attr);
+      else if (name == "bias")
+        op.bias = slotOf(attr);
+      else if (name == "callee")
+        op.callee = str(attr->string_value());
+      else if (name == "eps")
+        op.eps = attr->float_value();
+      else if (name == "scale") {
+        op.scale = attr->float_value();
+        op.hasScale = true;
+      } else if (name == "unit_offset")
+        op.unitOffset = true;
+      else if (name == "causal")
+        op.causal = true;
+      else if (name == "sliding_window")
+        op.window = attr->int_value();
+      else if (name == "softcap" || name == "cap")
+        op.cap = attr->float_value();
+      else if (name == "num_heads")
+        op.heads = attr->int_value();
+      else if (name == "num_kv_heads")
+        op.kvHeads = attr->int_value();
+      else if (name == "head_dim")
+        op.headDim = attr->int_value();
+      else if (name == "theta")
+        op.theta = attr->float_value();
+      else if (name == "parc.recompute")
+        op.recompute = true;
+      else if (name == "kind" && op.kind == OpKind::Activation) {
+        static const std::map<int64_t, Activation> acts = {
+            {0, Activation::Silu},
+            {1, Activation::GeluTanh},
+            {2, Activation::Gelu},
+            {3, Activation::Relu}};
+        auto act = acts.find(attr->int_value());
+        if (act == acts.end()) {
+          error = where + ": unknown activation " +
+                  std::to_string(attr->int_value());
           return false;
         }
-      for (int id : op.results)
-        numValues = std::max(numValues, id + 1);
-      bool failedRef = false;
-      auto slotOf = [&](const plan::OpAttr *attr) {
-        std::string path = str(attr->string_value());
-        if (tiedTo.count(path))
-          path = tiedTo[path];
-        auto it = slotByPath.find(path);
-        if (it == slotByPath.end()) {
-          error = where + ": op '" + op.name +
-                  "' refers to unknown parameter '" + path + "'";
-          failedRef = true;
-          return -1;
-        }
-        return it->second;
-      };
-      if (entry->attrs())
-        for (const plan::OpAttr *attr : *entry->attrs()) {
-          std::string name = str(attr->name());
-          if (name == "weight")
-            op.weight = slotOf(attr);
-          else if (name == "bias")
-            op.bias = slotOf(attr);
-          else if (name == "callee")
-            op.callee = str(attr->string_value());
-          else if (name == "eps")
-            op.eps = attr->float_value();
-          else if (name == "scale") {
-            op.scale = attr->float_value();
-            op.hasScale = true;
-          } else if (name == "unit_offset")
-            op.unitOffset = true;
-          else if (name == "causal")
-            op.causal = true;
-          else if (name == "sliding_window")
-            op.window = attr->int_value();
-          else if (name == "softcap" || name == "cap")
-            op.cap = attr->float_value();
-          else if (name == "num_heads")
-            op.heads = attr->int_value();
-          else if (name == "num_kv_heads")
-            op.kvHeads = attr->int_value();
-          else if (name == "head_dim")
-            op.headDim = attr->int_value();
-          else if (name == "theta")
-            op.theta = attr->float_value();
-          else if (name == "parc.recompute")
-            op.recompute = true;
-          else if (name == "kind" && op.kind == OpKind::Activation) {
-            static const std::map<int64_t, Activation> acts = {
-                {0, Activation::Silu},
-                {1, Activation::GeluTanh},
-                {2, Activation::Gelu},
-                {3, Activation::Relu}};
-            auto act = acts.find(attr->int_value());
-            if (act == acts.end()) {
-              error = where + ": unknown activation " +
-                      std::to_string(attr->int_value());
-              return false;
-            }
-            op.activation = act->second;
-          } else if (name == "scaling" && attr->children()) {
-            for (const plan::OpAttr *entry : *attr->children()) {
-              std::string key = str(entry->name());
-              double value = entry->kind() == plan::AttrKind::Int
-                                 ? double(entry->int_value())
-                                 : entry->float_value();
-              if (key == "rope_type" || key == "type")
-                op.ropeType = str(entry->string_value());
-              else if (key == "factor")
-                op.ropeFactor = value;
-              else if (key == "low_freq_factor")
-                op.lowFreqFactor = value;
-              else if (key == "high_freq_factor")
-                op.highFreqFactor = value;
-              else if (key == "original_max_position_embeddings")
-                op.originalMaxPositions = int64_t(value);
-            }
-            if (op.ropeType == "default")
-              op.ropeType.clear();
-            if (!op.ropeType.empty() && op.ropeType != "linear" &&
-                op.ropeType != "llama3") {
-              error = where + ": rope scaling '" + op.ropeType +
-                      "' is not supported by parc-run (default, linear, "
-                      "llama3)";
-              return false;
-            }
-          }
-        }
-      if (failedRef)
-        return false;
-      if (op.kind == OpKind::Rope && (op.headDim <= 0 || op.headDim % 2)) {
-        error = where + ": rope needs an even head_dim";
-        return false;
+        op.activation = act->second;
+      } else if (name == "scaling" && attr->children()) {
+        if (!readRopeScaling(*attr, where, op, error))
+          return false;
       }
-      if (op.kind == OpKind::Attention &&
-          (op.heads <= 0 || op.kvHeads <= 0 || op.heads % op.kvHeads)) {
-        error = where + ": attention heads " + std::to_string(op.heads) +
-                " are not a multiple of KV heads " +
-                std::to_string(op.kvHeads);
+    }
+  return !failedRef;
+}
+
+bool Executor::compileOp(const plan::ForwardOp &entry,
+                         const std::string &module, int &numValues,
+                         CompiledOp &op, std::string &error) {
+  const std::map<std::string, OpKind> &kinds = opKinds();
+  std::string where = "forward of '" + module + "'";
+  op.name = str(entry.name());
+  op.module = module;
+  auto kind = kinds.find(op.name);
+  if (kind == kinds.end()) {
+    error = where + ": op '" + op.name +
+            "' is not supported by parc-run (it runs the language-model "
+            "ops: embedding, linear, norms, rope, attention, "
+            "elementwise, softcap, cross-entropy, call)";
+    return false;
+  }
+  op.kind = kind->second;
+  if (entry.operands())
+    op.operands.assign(entry.operands()->begin(), entry.operands()->end());
+  if (entry.results())
+    op.results.assign(entry.results()->begin(), entry.results()->end());
+  for (int id : op.operands)
+    if (id < 0 || id >= numValues) {
+      error = where + ": op '" + op.name + "' reads undefined value " +
+              std::to_string(id);
+      return false;
+    }
+  for (int id : op.results)
+    numValues = std::max(numValues, id + 1);
+  if (!readOpAttrs(entry, where, op, error) ||
+      !checkCompiledOp(op, where, error))
+    return false;
+  if (op.kind == OpKind::Embedding)
+    vocab = std::max(vocab, paramSlots[op.weight].fullShape[0]);
+  op.gatherOperand.assign(op.operands.size(), false);
+  if (const plan::TpShards *tp = entry.tp()) {
+    op.hasTp = true;
+    if (tp->values())
+      op.tpValues.assign(tp->values()->begin(), tp->values()->end());
+    if (tp->comms())
+      op.tpComms.assign(tp->comms()->begin(), tp->comms()->end());
+    // plan::verifyPlan checked the indices against the op's operands.
+    if (tp->gather())
+      for (int i : *tp->gather())
+        op.gatherOperand[i] = true;
+  }
+  return true;
+}
+
+/// One forward: its ops with their operands, results, kernel and attributes
+/// read once, so that running it looks nothing up by name.
+bool Executor::compileForward(const plan::Forward &fwd, std::string &error) {
+  auto compiled = std::make_unique<CompiledForward>();
+  compiled->module = str(fwd.path());
+  compiled->numArgs = fwd.arg_types() ? fwd.arg_types()->size() : 0;
+  int numValues = compiled->numArgs;
+  if (fwd.ops())
+    for (const plan::ForwardOp *entry : *fwd.ops()) {
+      CompiledOp op;
+      if (!compileOp(*entry, compiled->module, numValues, op, error))
         return false;
-      }
-      if ((op.kind == OpKind::Embedding || op.kind == OpKind::Linear ||
-           op.kind == OpKind::Matmul || op.kind == OpKind::RmsNorm ||
-           op.kind == OpKind::LayerNorm) &&
-          op.weight < 0) {
-        error = where + ": op '" + op.name + "' has no weight";
-        return false;
-      }
-      if (op.kind == OpKind::Embedding)
-        vocab = std::max(vocab, paramSlots[op.weight].fullShape[0]);
-      op.gatherOperand.assign(op.operands.size(), false);
-      if (const plan::TpShards *tp = entry->tp()) {
-        op.hasTp = true;
-        if (tp->values())
-          op.tpValues.assign(tp->values()->begin(), tp->values()->end());
-        if (tp->comms())
-          op.tpComms.assign(tp->comms()->begin(), tp->comms()->end());
-        // plan::verifyPlan checked the indices against the op's operands.
-        if (tp->gather())
-          for (int i : *tp->gather())
-            op.gatherOperand[i] = true;
-      }
       compiled->ops.push_back(std::move(op));
     }
   compiled->numValues = numValues;
-  if (fwd->results())
-    compiled->results.assign(fwd->results()->begin(), fwd->results()->end());
-  if (const plan::TpShards *tp = fwd->arg_tp()) {
+  if (fwd.results())
+    compiled->results.assign(fwd.results()->begin(), fwd.results()->end());
+  if (const plan::TpShards *tp = fwd.arg_tp()) {
     compiled->hasArgTp = true;
     if (tp->values())
       compiled->argTp.assign(tp->values()->begin(), tp->values()->end());

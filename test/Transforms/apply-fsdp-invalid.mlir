@@ -3,7 +3,7 @@
 // RUN: not parc-opt %s "--apply-fsdp=shards=2 prefetch=-1" 2>&1 | FileCheck %s --check-prefix=PREFETCH
 
 // SHARDS: error: apply-fsdp needs shards >= 1, got 0
-// DTYPE: error: unknown master-dtype 'fp8' (expected bf16, f16 or f32)
+// DTYPE: for the --master-dtype option: Cannot find option named 'fp8'!
 // PREFETCH: error: apply-fsdp needs prefetch >= 0, got -1
 
 parc.model @m class "M" {

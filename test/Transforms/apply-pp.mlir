@@ -10,7 +10,7 @@
 // CHECK: parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 4, stage_layers = [2, 2],
 // CHECK-SAME: in_flight = [2, 1], bubble = 2.500000e-01 : f64>
 // CHECK-SAME: parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, F1, B0, F2, B1, F3, B2, B3]>, #parc.pp_steps<stage = 1, steps = [F0, B0, F1, B1, F2, B2, F3, B3]>]
-// CHECK-SAME: parc.pp_tied_copies = [{gradient_all_reduce = "pp", params = [@model::@embed::@weight, @lm_head::@weight], stages = [0, 1]}]
+// CHECK-SAME: parc.pp_tied_copies = [#parc.pp_tied<params = [@model::@embed::@weight, @lm_head::@weight], stages = [0, 1]>]
 // CHECK-NEXT: shard.grid @pp(shape = 2)
 // CHECK: @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.pp_stage = 0 : i64
 // CHECK: @"1" "Block" composite attributes {parc.layer_index = 1 : i64, parc.pp_stage = 0 : i64

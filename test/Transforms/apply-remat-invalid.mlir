@@ -21,6 +21,6 @@ parc.model @m class "M" {
 // FROZEN: frozen path 'model.nothing' names no module of @m
 // NO-BUDGET: error: remat mode=budget needs budget=<bytes> (the activation bytes per rank the step may keep)
 // BUDGET-SEQ: error: remat mode=budget needs seq > 0, mbs > 0 and image-tokens >= 0, got seq=0, mbs=1, image-tokens=0
-// BUDGET-DTYPE: error: unknown compute-dtype 'f8' (expected bf16, f16 or f32)
+// BUDGET-DTYPE: for the --compute-dtype option: Cannot find option named 'f8'!
 // BUDGET-HARDWARE: error: {{.*}}tpu-v9
 // BUDGET-SCOPE: error: remat requested (mode=budget, scope=vision) but no trainable layer is in scope in @tiny4

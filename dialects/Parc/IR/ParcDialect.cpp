@@ -32,10 +32,9 @@ void ParcDialect::initialize() {
       >();
 }
 
-LogicalResult
-StepPeakAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     int64_t working, int64_t logits, int64_t saved,
-                     int64_t gradients) {
+LogicalResult StepPeakAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t working, int64_t logits,
+                                   int64_t saved, int64_t gradients) {
   // A part may be negative (freed before the highest point), the whole not.
   int64_t total = 0;
   for (int64_t bytes : {working, logits, saved, gradients})
@@ -98,11 +97,12 @@ FailureOr<PpSchedule> mlir::parc::parsePpSchedule(AsmParser &parser) {
   return *schedule;
 }
 
-LogicalResult PipelinePlanAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, int64_t stages,
-    PpSchedule schedule, int64_t chunks, int64_t microbatches,
-    DenseI64ArrayAttr stageLayers, DenseF64ArrayAttr stageCosts,
-    DenseI64ArrayAttr inFlight, FloatAttr bubble) {
+LogicalResult
+PipelinePlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int64_t stages, PpSchedule schedule, int64_t chunks,
+                         int64_t microbatches, DenseI64ArrayAttr stageLayers,
+                         DenseF64ArrayAttr stageCosts,
+                         DenseI64ArrayAttr inFlight, FloatAttr bubble) {
   for (auto [name, value, hi] :
        {std::tuple{"stages", stages, kMaxStages},
         std::tuple{"chunks", chunks, kMaxChunks},
@@ -124,8 +124,8 @@ LogicalResult PipelinePlanAttr::verify(
   if (inFlight && int64_t(inFlight.size()) != stages)
     return emitError() << "#parc.pp in_flight has " << inFlight.size()
                        << " entries for " << stages << " stages";
-  if (bubble && !(bubble.getValueAsDouble() >= 0 &&
-                  bubble.getValueAsDouble() <= 1))
+  if (bubble &&
+      !(bubble.getValueAsDouble() >= 0 && bubble.getValueAsDouble() <= 1))
     return emitError() << "#parc.pp bubble must be in [0, 1], got "
                        << bubble.getValueAsDouble();
   return success();
@@ -139,6 +139,23 @@ LayerStackAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (layers < 0 || layers > kMaxLayers)
     return emitError() << "#parc.stack '" << name << "' has " << layers
                        << " layers, not in [0, " << kMaxLayers << "]";
+  return success();
+}
+
+LogicalResult
+PpTiedCopiesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         ArrayAttr params, ArrayRef<int64_t> stages) {
+  if (params.size() < 2 || !llvm::all_of(params, llvm::IsaPred<SymbolRefAttr>))
+    return emitError() << "#parc.pp_tied needs at least two parameter "
+                          "references, got "
+                       << params;
+  if (stages.size() < 2)
+    return emitError() << "#parc.pp_tied needs at least two stages";
+  for (auto [index, stage] : llvm::enumerate(stages))
+    if (stage < 0 || stage >= PipelinePlanAttr::kMaxStages ||
+        (index > 0 && stage <= stages[index - 1]))
+      return emitError() << "#parc.pp_tied stages must ascend within [0, "
+                         << PipelinePlanAttr::kMaxStages << ")";
   return success();
 }
 
@@ -161,32 +178,32 @@ namespace {
 LogicalResult verifyPpSchedule(Operation *op, Attribute value) {
   auto plan = op->getAttrOfType<PipelinePlanAttr>(kPpPlanAttrName);
   if (!plan)
-    return op->emitOpError() << "has '" << kPpScheduleAttrName
-                             << "' without a #parc.pp '" << kPpPlanAttrName
-                             << "'";
+    return op->emitOpError()
+           << "has '" << kPpScheduleAttrName << "' without a #parc.pp '"
+           << kPpPlanAttrName << "'";
   int64_t stages = plan.getStages(), v = plan.getChunks(),
           m = plan.getMicrobatches();
   auto entries = dyn_cast<ArrayAttr>(value);
   if (!entries)
-    return op->emitOpError() << "'" << kPpScheduleAttrName
-                             << "' must be an array";
+    return op->emitOpError()
+           << "'" << kPpScheduleAttrName << "' must be an array";
   SmallVector<SmallVector<PipelineStep>> steps(stages);
   for (Attribute entry : entries) {
     auto stage = dyn_cast<PipelineStepsAttr>(entry);
     if (!stage)
-      return op->emitOpError() << "'" << kPpScheduleAttrName
-                               << "' entries must be #parc.pp_steps, got "
-                               << entry;
+      return op->emitOpError()
+             << "'" << kPpScheduleAttrName
+             << "' entries must be #parc.pp_steps, got " << entry;
     if (stage.getStage() >= stages)
-      return op->emitOpError() << "'" << kPpScheduleAttrName << "' has stage "
-                               << stage.getStage() << " of a " << stages
-                               << "-stage '" << kPpPlanAttrName << "'";
+      return op->emitOpError()
+             << "'" << kPpScheduleAttrName << "' has stage " << stage.getStage()
+             << " of a " << stages << "-stage '" << kPpPlanAttrName << "'";
     llvm::append_range(steps[stage.getStage()], stage.getSteps());
   }
   for (int64_t stage = 0; stage < stages; ++stage) {
     auto prefix = [&]() {
-      return op->emitOpError() << "'" << kPpScheduleAttrName << "' of stage "
-                               << stage << " ";
+      return op->emitOpError()
+             << "'" << kPpScheduleAttrName << "' of stage " << stage << " ";
     };
     SmallVector<int8_t> state(m * v, 0);
     for (const PipelineStep &step : steps[stage]) {
@@ -211,13 +228,13 @@ LogicalResult verifyPpSchedule(Operation *op, Attribute value) {
   return success();
 }
 
-LogicalResult verifyIntInRange(Operation *op, NamedAttribute attr,
-                                   int64_t lo, int64_t hi) {
+LogicalResult verifyIntInRange(Operation *op, NamedAttribute attr, int64_t lo,
+                               int64_t hi) {
   auto value = dyn_cast<IntegerAttr>(attr.getValue());
   if (!value || value.getInt() < lo || value.getInt() > hi)
-    return op->emitOpError() << "'" << attr.getName().getValue()
-                             << "' must be an integer in [" << lo << ", " << hi
-                             << "]";
+    return op->emitOpError()
+           << "'" << attr.getName().getValue() << "' must be an integer in ["
+           << lo << ", " << hi << "]";
   return success();
 }
 } // namespace
@@ -227,9 +244,9 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
   StringRef name = attr.getName().getValue();
   if (name == kPpPlanAttrName) {
     if (!isa<PipelinePlanAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << name
-                               << "' must be a #parc.pp<...> plan, got "
-                               << attr.getValue();
+      return op->emitOpError()
+             << "'" << name << "' must be a #parc.pp<...> plan, got "
+             << attr.getValue();
     if (!op->hasAttr(kPpScheduleAttrName))
       return op->emitOpError() << "has '" << kPpPlanAttrName << "' but no '"
                                << kPpScheduleAttrName << "'";
@@ -246,18 +263,17 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
   if (name == kTpPaddedDim0AttrName)
     return verifyIntInRange(op, attr, 1, ParamOp::kMaxDim);
   if (name == kTpParamAttrName && !isa<TpRoleAttr>(attr.getValue()))
-    return op->emitOpError() << "'" << name
-                             << "' must be a #parc.tp<...> role, got "
-                             << attr.getValue();
+    return op->emitOpError()
+           << "'" << name << "' must be a #parc.tp<...> role, got "
+           << attr.getValue();
   if (name == kTpShardsAttrName) {
     auto shards = dyn_cast<TpShardsAttr>(attr.getValue());
     if (!shards)
-      return op->emitOpError() << "'" << name
-                               << "' must be #parc.tp_shards<...>, got "
-                               << attr.getValue();
+      return op->emitOpError()
+             << "'" << name << "' must be #parc.tp_shards<...>, got "
+             << attr.getValue();
     auto forward = dyn_cast<func::FuncOp>(op);
-    size_t defined =
-        forward ? forward.getNumArguments() : op->getNumResults();
+    size_t defined = forward ? forward.getNumArguments() : op->getNumResults();
     if (shards.getValues().size() != defined)
       return op->emitOpError()
              << "'" << name << "' has " << shards.getValues().size()
@@ -266,16 +282,33 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
     for (int32_t operand : shards.getGather())
       if (operand >= int32_t(op->getNumOperands()))
         return op->emitOpError() << "'" << name << "' gathers operand "
-                                 << operand << " of "
-                                 << op->getNumOperands();
+                                 << operand << " of " << op->getNumOperands();
+    return success();
+  }
+  if (name == kPpTiedCopiesAttrName) {
+    auto copies = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!copies || !llvm::all_of(copies, llvm::IsaPred<PpTiedCopiesAttr>))
+      return op->emitOpError()
+             << "'" << name << "' must be an array of #parc.pp_tied, got "
+             << attr.getValue();
+    auto plan = op->getAttrOfType<PipelinePlanAttr>(kPpPlanAttrName);
+    if (!plan)
+      return op->emitOpError()
+             << "has '" << name << "' but no '" << kPpPlanAttrName << "'";
+    for (auto copy : copies.getAsRange<PpTiedCopiesAttr>())
+      if (copy.getStages().back() >= plan.getStages())
+        return op->emitOpError()
+               << "'" << name << "' keeps a copy on stage "
+               << copy.getStages().back() << " of a " << plan.getStages()
+               << "-stage '" << kPpPlanAttrName << "'";
     return success();
   }
   if (name == kStacksAttrName) {
     auto stacks = dyn_cast<ArrayAttr>(attr.getValue());
     if (!stacks || !llvm::all_of(stacks, llvm::IsaPred<LayerStackAttr>))
-      return op->emitOpError() << "'" << name
-                               << "' must be an array of #parc.stack, got "
-                               << attr.getValue();
+      return op->emitOpError()
+             << "'" << name << "' must be an array of #parc.stack, got "
+             << attr.getValue();
     llvm::StringSet<> names;
     for (auto stack : stacks.getAsRange<LayerStackAttr>())
       if (!names.insert(stack.getName()).second)
@@ -284,9 +317,9 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kRematAttrName && !isa<RematKindAttr>(attr.getValue()))
-    return op->emitOpError() << "'" << name
-                             << "' must be a #parc.remat<...> decision, got "
-                             << attr.getValue();
+    return op->emitOpError()
+           << "'" << name << "' must be a #parc.remat<...> decision, got "
+           << attr.getValue();
   return success();
 }
 
@@ -295,14 +328,22 @@ std::optional<TpRole> mlir::parc::getTpRole(Operation *param) {
   return role ? std::optional(role.getValue()) : std::nullopt;
 }
 
+int64_t mlir::parc::getElementBytes(Type type) {
+  return (type.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+int64_t mlir::parc::getTensorBytes(ShapedType type) {
+  return type.getNumElements() * getElementBytes(type.getElementType());
+}
+
 TpShardsAttr mlir::parc::getTpShards(Operation *op) {
   return op->getAttrOfType<TpShardsAttr>(kTpShardsAttrName);
 }
 
-LogicalResult
-TpShardsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     ArrayRef<TpShard> values, ArrayRef<TpComm> comms,
-                     ArrayRef<int32_t> gather) {
+LogicalResult TpShardsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayRef<TpShard> values,
+                                   ArrayRef<TpComm> comms,
+                                   ArrayRef<int32_t> gather) {
   for (auto [i, comm] : llvm::enumerate(comms))
     if (llvm::is_contained(comms.take_front(i), comm))
       return emitError() << "#parc.tp_shards lists " << stringifyTpComm(comm)

@@ -29,6 +29,8 @@ constexpr llvm::StringLiteral kPpPlanAttrName = "parc.pp";
 constexpr llvm::StringLiteral kPpStageAttrName = "parc.pp_stage";
 constexpr llvm::StringLiteral kPpChunkAttrName = "parc.pp_chunk";
 constexpr llvm::StringLiteral kPpScheduleAttrName = "parc.pp_schedule";
+/// Tie groups spanning stages (#parc.pp_tied), on the model.
+constexpr llvm::StringLiteral kPpTiedCopiesAttrName = "parc.pp_tied_copies";
 /// The model's layer stacks (#parc.stack, discover-layers) and each layer's
 /// stack name and index in it.
 constexpr llvm::StringLiteral kStacksAttrName = "parc.stacks";

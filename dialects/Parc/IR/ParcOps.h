@@ -59,6 +59,12 @@ void printBracketedList(AsmPrinter &printer, ArrayRef<T> values) {
 
 namespace mlir::parc {
 
+/// Bytes one element of `type` (an integer or float type) occupies in memory,
+/// rounded up to whole bytes: the one rule every byte count in parc uses.
+int64_t getElementBytes(Type type);
+/// Bytes of a statically shaped tensor: elements times getElementBytes.
+int64_t getTensorBytes(ShapedType type);
+
 /// The TP role apply-tp recorded on a parameter (parc.tp), if any.
 std::optional<TpRole> getTpRole(Operation *param);
 /// The remat decision apply-remat recorded on a layer (parc.remat), if any.

@@ -194,6 +194,31 @@ def Parc_PipelineStepsAttr : AttrDef<Parc_Dialect, "PipelineSteps"> {
   let genVerifyDecl = 1;
 }
 
+def Parc_PpTiedCopiesAttr : AttrDef<Parc_Dialect, "PpTiedCopies"> {
+  let mnemonic = "pp_tied";
+  let summary = "A tie group kept as one copy per pipeline stage (apply-pp)";
+  let description = [{
+    An entry of `parc.pp_tied_copies` on a `parc.model`: a `parc.tie` group
+    whose parameters (`params`, the tie's references) land on more than one
+    pipeline stage. Each stage in `stages` (ascending, at least two) keeps
+    its own copy, and the copies' gradients are all-reduced over the
+    pipeline grid `@pp` before the optimizer step, as Megatron-LM does for
+    tied embeddings.
+
+    ```mlir
+    parc.pp_tied_copies = [#parc.pp_tied<params = [@model::@embed::@weight,
+                                                   @lm_head::@weight],
+                                         stages = [0, 1]>]
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::ArrayAttr":$params,
+    Parc_ListParameter<"int64_t", "stages">:$stages
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 /// What one TP rank holds of a value (apply-tp records it on every op).
 def Parc_TpShard : I32EnumAttr<"TpShard", "what a TP rank holds of a value", [
   I32EnumAttrCase<"Full", 0, "full">,

@@ -16,6 +16,7 @@
 #define PARC_ANALYSIS_COSTMODEL_H
 
 #include "Parc/IR/ParcOps.h"
+#include "parc/Analysis/CommOverlap.h"
 #include "parc/Analysis/FlopCount.h"
 #include "parc/Analysis/HardwareProfile.h"
 
@@ -39,10 +40,9 @@ struct CostOptions {
   int64_t gpusPerNode = 0;
   /// The fraction of the dense bf16 peak that compute achieves.
   double computeEfficiency = 0.6;
-  /// "schedule" (a two-stream timeline of the FSDP step), "none" (every
-  /// collective blocks compute) or a number in [0, 1]: the fraction of the
-  /// communication hidden behind compute.
-  std::string overlap = "schedule";
+  /// The two-stream timeline of the programs (the default), or a fixed
+  /// fraction of the FSDP communication hidden behind compute.
+  CommOverlap overlap;
 };
 
 /// One timed program step: a compute step ("forward model.layers.0",

@@ -34,7 +34,6 @@ constexpr llvm::StringLiteral kTpLossParallelAttrName = "parc.tp_loss_parallel";
 constexpr llvm::StringLiteral kDpGridName = "dp";
 /// [{params = [@embed, @lm_head], stages = [0, 3]}]: tie groups split over
 /// stages, one copy per stage, their gradients all-reduced between them.
-constexpr llvm::StringLiteral kPpTiedCopiesAttrName = "parc.pp_tied_copies";
 
 /// The axes of the rank layout, outermost first: a rank's TP peers are
 /// adjacent (one node), its pipeline peers furthest apart (torchtitan's mesh

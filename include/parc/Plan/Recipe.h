@@ -25,6 +25,7 @@
 
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
+#include "parc/Transforms/StorageDtype.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -45,16 +46,6 @@ enum class RecipeFramework { Parc, Torchtitan };
 /// "parc", "torchtitan".
 StringRef getRecipeFrameworkName(RecipeFramework framework);
 
-/// A storage precision as recipes spell it.
-enum class RecipeDtype { BF16, FP16, FP32 };
-
-/// "bf16", "fp16", "fp32".
-StringRef getRecipeDtypeName(RecipeDtype dtype);
-/// Bytes per element: 2 or 4.
-int64_t getRecipeDtypeBytes(RecipeDtype dtype);
-/// The spelling of MLIR and of parc's pass options: "bf16", "f16", "f32".
-StringRef getMlirDtypeName(RecipeDtype dtype);
-
 /// Everything parc-plan needs to plan one training run, checked: the GPU
 /// count is used exactly, the global batch divides into micro-batches.
 struct PlanRequest {
@@ -66,10 +57,10 @@ struct PlanRequest {
   int64_t seqLen = 0;
   int64_t microBatchSize = 1;
   int64_t globalBatchSize = 0;
-  RecipeDtype computeDtype = RecipeDtype::BF16;
-  RecipeDtype masterDtype = RecipeDtype::FP32;
-  RecipeDtype gradReduceDtype = RecipeDtype::FP32;
-  RecipeDtype optimDtype = RecipeDtype::FP32;
+  StorageDtype computeDtype = StorageDtype::BF16;
+  StorageDtype masterDtype = StorageDtype::FP32;
+  StorageDtype gradReduceDtype = StorageDtype::FP32;
+  StorageDtype optimDtype = StorageDtype::FP32;
   std::string optimizer = "adamw";
   /// Clip gradients to this global norm before each optimizer step (0: no
   /// clipping); torchtitan's default.

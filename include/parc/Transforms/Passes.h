@@ -4,6 +4,8 @@
 #define PARC_TRANSFORMS_PASSES_H
 
 #include "Parc/IR/ParcOps.h"
+#include "parc/Analysis/CommOverlap.h"
+#include "parc/Transforms/StorageDtype.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
 

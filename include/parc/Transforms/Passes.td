@@ -5,6 +5,17 @@
 
 include "mlir/Pass/PassBase.td"
 
+/// The precisions a dtype option accepts, MLIR's names first (printed back).
+defvar kStorageDtypeValues = [{::llvm::cl::values(
+    clEnumValN(::mlir::parc::StorageDtype::BF16, "bf16", "bfloat16"),
+    clEnumValN(::mlir::parc::StorageDtype::BF16, "bfloat16", "bfloat16"),
+    clEnumValN(::mlir::parc::StorageDtype::FP16, "f16", "IEEE half"),
+    clEnumValN(::mlir::parc::StorageDtype::FP16, "fp16", "IEEE half"),
+    clEnumValN(::mlir::parc::StorageDtype::FP16, "float16", "IEEE half"),
+    clEnumValN(::mlir::parc::StorageDtype::FP32, "f32", "IEEE single"),
+    clEnumValN(::mlir::parc::StorageDtype::FP32, "fp32", "IEEE single"),
+    clEnumValN(::mlir::parc::StorageDtype::FP32, "float32", "IEEE single"))}];
+
 def PrintModelStats : Pass<"print-model-stats", "::mlir::parc::ModelOp"> {
   let summary = "Print parameter counts of a model";
   let description = [{
@@ -105,8 +116,9 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
            "mode=budget: micro-batch size the layers are traced at">,
     Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
            "mode=budget: image tokens per sample for vision layers">,
-    Option<"computeDtype", "compute-dtype", "std::string",
-           /*default=*/"\"bf16\"", "mode=budget: dtype of the activations">,
+    Option<"computeDtype", "compute-dtype", "::mlir::parc::StorageDtype",
+           /*default=*/"::mlir::parc::StorageDtype::BF16",
+           "mode=budget: dtype of the activations", kStorageDtypeValues>,
     Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-80gb\"",
            "mode=budget: hardware profile whose kernels decide what is saved">,
     Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",
@@ -160,14 +172,18 @@ def ApplyFsdp : Pass<"apply-fsdp", "::mlir::parc::ModelOp"> {
                         "after the last only; unsharded gradients "
                         "accumulate in the reduce dtype (FSDP2 without "
                         "gradient sync, NeMo's defer_fsdp_grad_sync)"))}]>,
-    Option<"computeDtype", "compute-dtype", "std::string",
-           /*default=*/"\"bf16\"", "Dtype of unsharded parameters">,
-    Option<"masterDtype", "master-dtype", "std::string",
-           /*default=*/"\"f32\"", "Dtype of sharded parameter storage">,
-    Option<"reduceDtype", "reduce-dtype", "std::string",
-           /*default=*/"\"f32\"", "Dtype of gradient reduce-scatter">,
-    Option<"optimDtype", "optim-dtype", "std::string",
-           /*default=*/"\"f32\"", "Dtype of the AdamW moments">
+    Option<"computeDtype", "compute-dtype", "::mlir::parc::StorageDtype",
+           /*default=*/"::mlir::parc::StorageDtype::BF16",
+           "Dtype of unsharded parameters", kStorageDtypeValues>,
+    Option<"masterDtype", "master-dtype", "::mlir::parc::StorageDtype",
+           /*default=*/"::mlir::parc::StorageDtype::FP32",
+           "Dtype of sharded parameter storage", kStorageDtypeValues>,
+    Option<"reduceDtype", "reduce-dtype", "::mlir::parc::StorageDtype",
+           /*default=*/"::mlir::parc::StorageDtype::FP32",
+           "Dtype of gradient reduce-scatter", kStorageDtypeValues>,
+    Option<"optimDtype", "optim-dtype", "::mlir::parc::StorageDtype",
+           /*default=*/"::mlir::parc::StorageDtype::FP32",
+           "Dtype of the AdamW moments", kStorageDtypeValues>
   ];
 }
 
@@ -233,7 +249,8 @@ def EstimateCost : Pass<"estimate-cost", "::mlir::parc::ModelOp"> {
            "GPUs per node (0: the hardware profile's)">,
     Option<"computeEfficiency", "compute-efficiency", "double",
            /*default=*/"0.6", "Fraction of the dense bf16 peak compute achieves">,
-    Option<"overlap", "overlap", "std::string", /*default=*/"\"schedule\"",
+    Option<"overlap", "overlap", "::mlir::parc::CommOverlap",
+           /*default=*/"::mlir::parc::CommOverlap()",
            "schedule | none | a fraction in [0, 1] of communication hidden">
   ];
 }

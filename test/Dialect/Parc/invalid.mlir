@@ -1279,3 +1279,33 @@ parc.model @stacks_huge class "M" attributes {parc.stacks = [#parc.stack<name = 
 // expected-error@+1 {{#parc.stack needs a name}}
 parc.model @stacks_unnamed class "M" attributes {parc.stacks = [#parc.stack<name = "", path = "layers", layers = 1>]} {
 }
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_tied_copies' must be an array of #parc.pp_tied, got [{stages = [0, 1]}]}}
+parc.model @tied_dictionary class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 2>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, F1, B0, B1]>, #parc.pp_steps<stage = 1, steps = [F0, B0, F1, B1]>], parc.pp_tied_copies = [{stages = [0, 1]}]} {
+}
+
+// -----
+
+// expected-error@+1 {{#parc.pp_tied stages must ascend within [0, }}
+parc.model @tied_unsorted class "M" attributes {parc.pp_tied_copies = [#parc.pp_tied<params = [@a, @b], stages = [1, 0]>]} {
+}
+
+// -----
+
+// expected-error@+1 {{#parc.pp_tied needs at least two parameter references, got [@a]}}
+parc.model @tied_one_param class "M" attributes {parc.pp_tied_copies = [#parc.pp_tied<params = [@a], stages = [0, 1]>]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op has 'parc.pp_tied_copies' but no 'parc.pp'}}
+parc.model @tied_no_plan class "M" attributes {parc.pp_tied_copies = [#parc.pp_tied<params = [@a, @b], stages = [0, 1]>]} {
+}
+
+// -----
+
+// expected-error@+1 {{'parc.model' op 'parc.pp_tied_copies' keeps a copy on stage 2 of a 2-stage 'parc.pp'}}
+parc.model @tied_past_stages class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 2>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, F1, B0, B1]>, #parc.pp_steps<stage = 1, steps = [F0, B0, F1, B1]>], parc.pp_tied_copies = [#parc.pp_tied<params = [@a, @b], stages = [0, 2]>]} {
+}

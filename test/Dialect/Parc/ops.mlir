@@ -270,3 +270,11 @@ parc.model @scheduled class "M" {
     parc.optimizer_step params 0
   }
 }
+
+// -----
+// A tie group kept as one copy per stage.
+
+// CHECK-LABEL: parc.model @tied_copies class "M"
+// CHECK-SAME: parc.pp_tied_copies = [#parc.pp_tied<params = [@embed::@weight, @head::@weight], stages = [0, 1]>]
+parc.model @tied_copies class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 2, in_flight = [2, 1], bubble = 0.0 : f64>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, F1, B0, B1]>, #parc.pp_steps<stage = 1, steps = [F0, B0, F1, B1]>], parc.pp_tied_copies = [#parc.pp_tied<params = [@embed::@weight, @head::@weight], stages = [0, 1]>]} {
+}

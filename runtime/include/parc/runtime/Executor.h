@@ -1,4 +1,5 @@
-//===- Executor.h - running a plan's forward with FSDP and remat -*- C++ -*-===//
+//===- Executor.h - running a plan's forward with FSDP and remat -*- C++
+//-*-===//
 //
 // The model as a plan describes it: each rank's parameter shards, the FSDP
 // units that gather and free them, and the module forwards compiled from
@@ -103,9 +104,8 @@ class Executor {
 public:
   /// Checks that every forward op of `plan` is one the runtime runs and
   /// builds this rank's slots and units; allocates no tensor.
-  static std::unique_ptr<Executor> create(const plan::Plan &plan,
-                                          Collectives &comm,
-                                          std::string &error);
+  static std::unique_ptr<Executor>
+  create(const plan::Plan &plan, Collectives &comm, std::string &error);
   ~Executor();
 
   /// Forms the per-axis process groups this rank belongs to (tp, fsdp, pp, dp
@@ -155,9 +155,7 @@ public:
   std::pair<at::Tensor, at::Tensor> sequenceGather, tpCopy;
   int64_t vocabSize() const { return vocab; }
   /// Parameter paths that alias a slot (tie entries after the first).
-  const std::map<std::string, std::string> &aliases() const {
-    return tiedTo;
-  }
+  const std::map<std::string, std::string> &aliases() const { return tiedTo; }
 
   // Used by the autograd functions in Forward.cpp and by the interpreter.
   /// Starts gathering `unit` into fresh storages in its compute dtype and
@@ -205,7 +203,14 @@ private:
   bool compileParameters(std::string &error);
   bool compileUnits(std::string &error);
   bool compileForwards(std::string &error);
-  bool compileForward(const plan::Forward &entry, std::string &error);
+  bool compileForward(const plan::Forward &fwd, std::string &error);
+  /// One op of a forward whose values so far are 0..numValues-1 (grown by
+  /// its results): kernel, operands, attributes and TP record.
+  bool compileOp(const plan::ForwardOp &entry, const std::string &module,
+                 int &numValues, CompiledOp &op, std::string &error);
+  /// The op's attributes, its parameters resolved to slots.
+  bool readOpAttrs(const plan::ForwardOp &entry, const std::string &where,
+                   CompiledOp &op, std::string &error);
   /// Reads each op's TP record (how apply-tp split it, which collectives
   /// it runs) into the kernels' flags, refusing what they cannot run.
   bool compileTp(std::string &error);
@@ -222,8 +227,7 @@ private:
   const plan::Plan &plan;
   Collectives &comm;
   RankLayout layout;
-  std::unique_ptr<Collectives> ownedTp, ownedFsdp, ownedPp, ownedDp,
-      ownedTied;
+  std::unique_ptr<Collectives> ownedTp, ownedFsdp, ownedPp, ownedDp, ownedTied;
   Collectives *tpComm = nullptr, *fsdpComm = nullptr, *ppComm = nullptr,
               *dpComm = nullptr, *tiedComm = nullptr;
   struct Pipeline;
