@@ -15,6 +15,7 @@ import glob
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -143,6 +144,41 @@ def main():
                     print(f"  {name}: parc-plan exit {r.returncode}: "
                           f"{r.stderr.decode()[:200]}", file=sys.stderr)
     print(f"plan-import: {w1.count}, runtime-plan: {w2.count}")
+
+    # checkpoints: manifest, NUL, rank 0's shard (fuzz/fuzz-checkpoint.cpp)
+    w = Writer("checkpoint")
+    for name, step, params in [
+            ("one-param", 3, [("model.embed.weight", 4)]),
+            ("two-params", 1, [("model.norm.weight", 2), ("lm_head.weight", 8)]),
+            ("empty-rank", 9, [])]:
+        w.add(name, checkpoint_seed(step, params))
+    print(f"checkpoint: {w.count}")
+
+
+PLAN_SUM = 0x00000000C0FFEE00  # fuzz-checkpoint.cpp's kFuzzPlanSum
+
+
+def fnv1a(data):
+    """runtime/lib/PlanFile.cpp's fnv1a (its offset basis, seed 0)."""
+    h = 1469598103934665603
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def checkpoint_seed(step, params):
+    """A two-rank checkpoint as saveCheckpoint writes it (format 2), with
+    rank 0's shard appended after a NUL byte."""
+    shard = b"PARCCKPT" + struct.pack("<IQIQI", 2, step, 0, PLAN_SUM, len(params))
+    for path, numel in params:
+        shard += struct.pack("<I", len(path)) + path.encode()
+        shard += struct.pack("<Q", numel) + bytes(12 * numel)
+    entries = ", ".join(
+        f'{{"rank": {r}, "file": "rank-{r}.bin", "bytes": {len(shard)}, '
+        f'"fnv1a": "{fnv1a(shard):016x}"}}' for r in range(2))
+    manifest = (f'{{"format": 2, "plan": "{PLAN_SUM:016x}", "world": 2, '
+                f'"step": {step}, "shards": [{entries}]}}\n')
+    return manifest.encode() + b"\0" + shard
 
 
 if __name__ == "__main__":

@@ -13,10 +13,12 @@
 
 #include "PlanFields.h"
 #include "PlanFormat.h"
+#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/LayerStacks.h"
 #include "parc/Analysis/ModelGraph.h"
-#include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/Parallelism.h"
+#include "parc/runtime/PlanFile.h"
+#include "parc/runtime/Program.h"
 
 #include "Parc/IR/ParcDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -444,8 +446,7 @@ LogicalResult PlanReader::readModules() {
                       RematKindAttr::get(b.getContext(), *remat));
     }
     if (entry->stack() && isPipelined) {
-      module->setAttr(kPpStageAttrName,
-                      b.getI64IntegerAttr(entry->pp_stage()));
+      module->setAttr(kPpStageAttrName, b.getI64IntegerAttr(entry->pp_stage()));
       if (chunks > 1)
         module->setAttr(kPpChunkAttrName,
                         b.getI64IntegerAttr(entry->pp_chunk()));
@@ -491,8 +492,8 @@ LogicalResult PlanReader::readParams() {
     if (entry->frozen())
       param->setAttr("parc.frozen", b.getUnitAttr());
     if (entry->tp() && entry->tp()->size()) {
-      FailureOr<TpRole> role = readEnumName<TpRole, getMaxEnumValForTpRole()>(
-          str(entry->tp()), [&] {
+      FailureOr<TpRole> role =
+          readEnumName<TpRole, getMaxEnumValForTpRole()>(str(entry->tp()), [&] {
             return emitError(fileLoc)
                    << "plan.bin parameter '" << path << "' has TP role";
           });
@@ -514,10 +515,9 @@ LogicalResult PlanReader::readTies() {
   b.setInsertionPointToEnd(model.getBody());
   for (const schema::Tie *tie : *plan.ties()) {
     if (!tie->params() || tie->params()->size() < 2)
-      return emitError(fileLoc)
-             << "plan.bin: a tie group names "
-             << (tie->params() ? tie->params()->size() : 0)
-             << " parameters; a tie needs at least 2";
+      return emitError(fileLoc) << "plan.bin: a tie group names "
+                                << (tie->params() ? tie->params()->size() : 0)
+                                << " parameters; a tie needs at least 2";
     SmallVector<Attribute> refs;
     for (const fb::String *path : *tie->params()) {
       SymbolRefAttr ref = refTo(str(path));
@@ -625,6 +625,17 @@ OwningOpRef<mlir::ModuleOp> mlir::parc::importPlan(StringRef buffer,
   if (!plan) {
     emitError(fileLoc) << error;
     return nullptr;
+  }
+  // parc-run's semantic checks of the rank layout and the programs (indices,
+  // buffers, ranks, sends matching receives), before anything is built from
+  // them: one verifier for both readers of plan.bin.
+  if (plan->programs() && plan->programs()->size()) {
+    ::parc::runtime::RankLayout layout;
+    if (!::parc::runtime::readRankLayout(*plan, layout, error) ||
+        !::parc::runtime::verifyPrograms(*plan, layout, error)) {
+      emitError(fileLoc) << "plan.bin: " << error;
+      return nullptr;
+    }
   }
   context->loadDialect<ParcDialect, func::FuncDialect>();
   context->loadDialect<shard::ShardDialect>();

@@ -10,6 +10,7 @@
 
 #include "parc/runtime/Trainer.h"
 
+#include "parc/runtime/Checkpoint.h"
 #include "parc/runtime/Program.h"
 #include "parc/runtime/RunTrace.h"
 
@@ -121,10 +122,9 @@ public:
         std::memcpy(&v, bytes.data() + 4 * i, 4);
       }
       if (v >= vocab)
-        throw std::runtime_error(path + ": token " + std::to_string(i) +
-                                 " is " + std::to_string(v) +
-                                 ", outside the model's vocabulary of " +
-                                 std::to_string(vocab));
+        throw std::runtime_error(
+            path + ": token " + std::to_string(i) + " is " + std::to_string(v) +
+            ", outside the model's vocabulary of " + std::to_string(vocab));
       tokens[i] = v;
     }
     if (static_cast<int64_t>(count) < seq + 2)
@@ -165,20 +165,6 @@ private:
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
-constexpr char kShardMagic[8] = {'P', 'A', 'R', 'C', 'C', 'K', 'P', 'T'};
-/// 2: a shard records the rank that wrote it and the plan's checksum.
-constexpr uint32_t kCheckpointVersion = 2;
-
-std::string hex(uint64_t v) {
-  std::ostringstream os;
-  os << std::hex << std::setw(16) << std::setfill('0') << v;
-  return os.str();
-}
-
-std::string shardName(int rank) {
-  return "rank-" + std::to_string(rank) + ".bin";
-}
-
 std::vector<char> readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -199,11 +185,12 @@ void writeAtomically(const std::string &path, const std::string &bytes) {
       throw std::runtime_error(tmp + ": cannot write");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error(path + ": cannot rename " + tmp + " to it: " +
-                             std::strerror(errno));
+    throw std::runtime_error(path + ": cannot rename " + tmp +
+                             " to it: " + std::strerror(errno));
 }
 
-template <typename T> void put(std::string &out, const T &v) {
+template <typename T>
+void put(std::string &out, const T &v) {
   out.append(reinterpret_cast<const char *>(&v), sizeof v);
 }
 
@@ -253,8 +240,8 @@ void saveCheckpoint(const std::string &dir, const PlanFile &plan,
       std::string size, checksum;
       in >> size >> checksum;
       manifest << (r ? ", " : "") << "{\"rank\": " << r << ", \"file\": \""
-               << shardName(r) << "\", \"bytes\": " << size
-               << ", \"fnv1a\": \"" << checksum << "\"}";
+               << shardName(r) << "\", \"bytes\": " << size << ", \"fnv1a\": \""
+               << checksum << "\"}";
       std::remove(sumPath.c_str());
     }
     manifest << "]}\n";
@@ -263,65 +250,6 @@ void saveCheckpoint(const std::string &dir, const PlanFile &plan,
   comm.barrier();
 }
 
-/// The manifest parc-run writes (saveCheckpoint), read strictly: every
-/// refusal names the file and the key.
-class Manifest {
-public:
-  Manifest(std::string path, std::string text)
-      : path(std::move(path)), text(std::move(text)) {
-    size_t first = this->text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos || this->text[first] != '{' ||
-        this->text.find("\"shards\": [") == std::string::npos)
-      fail("not a parc-run checkpoint manifest (a JSON object with format, "
-           "plan, world, step and shards)");
-  }
-
-  [[noreturn]] void fail(const std::string &message) const {
-    throw std::runtime_error(path + ": " + message);
-  }
-
-  /// The string or number after `"key": ` at or after `from`.
-  std::string raw(const std::string &key, size_t from = 0) const {
-    size_t at = text.find("\"" + key + "\": ", from);
-    if (at == std::string::npos)
-      fail("missing key '" + key + "'");
-    at += key.size() + 4;
-    if (text[at] == '"') {
-      size_t end = text.find('"', at + 1);
-      if (end == std::string::npos)
-        fail("unterminated string at key '" + key + "'");
-      return text.substr(at + 1, end - at - 1);
-    }
-    size_t end = text.find_first_of(",}]", at);
-    return text.substr(at, end == std::string::npos ? end : end - at);
-  }
-
-  /// An integer in [lo, hi] at `key`.
-  int64_t integer(const std::string &key, int64_t lo, int64_t hi,
-                  size_t from = 0) const {
-    std::string value = raw(key, from);
-    errno = 0;
-    char *end = nullptr;
-    long long n = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end || errno == ERANGE)
-      fail("key '" + key + "' is not an integer: '" + printable(value) + "'");
-    if (n < lo || n > hi)
-      fail("key '" + key + "' is " + value + ", outside [" +
-           std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return n;
-  }
-
-  /// Where the shard entry of `rank` starts.
-  size_t entry(int rank) const {
-    size_t at = text.find("{\"rank\": " + std::to_string(rank) + ",");
-    if (at == std::string::npos)
-      fail("no shard for rank " + std::to_string(rank));
-    return at;
-  }
-
-  std::string path, text;
-};
-
 /// Restores this rank's shards; returns the step the checkpoint was taken
 /// after. Refuses a checkpoint of another plan or world size, a step outside
 /// the run, a malformed manifest, and a missing, truncated, altered or
@@ -329,77 +257,21 @@ public:
 int64_t loadCheckpoint(const std::string &dir, const PlanFile &plan,
                        Executor &exec, int64_t steps) {
   Collectives &comm = exec.collectives();
+  ResumeTarget target;
+  target.planSum = hex(fnv1a(plan.data().data(), plan.data().size()));
+  target.planPath = plan.path();
+  target.world = comm.size();
+  target.rank = comm.rank();
+  target.steps = steps;
   std::string manifestPath = dir + "/manifest.json";
   std::vector<char> raw = readFile(manifestPath);
-  Manifest manifest(manifestPath, std::string(raw.begin(), raw.end()));
-  int64_t format = manifest.integer("format", 0, INT32_MAX);
-  if (format != kCheckpointVersion)
-    manifest.fail("checkpoint format " + std::to_string(format) +
-                  ", this parc-run reads format " +
-                  std::to_string(kCheckpointVersion));
-  uint64_t planHash = fnv1a(plan.data().data(), plan.data().size());
-  std::string planSum = hex(planHash);
-  if (manifest.raw("plan") != planSum)
-    manifest.fail("checkpoint was written for another plan (checksum " +
-                  printable(manifest.raw("plan")) + ", " + plan.path() +
-                  " is " + planSum + ")");
-  int64_t world = manifest.integer("world", 1, INT32_MAX);
-  if (world != comm.size())
-    manifest.fail("checkpoint has " + std::to_string(world) +
-                  " ranks, this run has " + std::to_string(comm.size()));
-  int64_t step = manifest.integer("step", 1, INT64_MAX);
-  if (step >= steps)
-    manifest.fail("checkpoint is at step " + std::to_string(step) +
-                  ", this run ends at --steps " + std::to_string(steps) +
-                  ": nothing to resume");
-  size_t entry = manifest.entry(comm.rank());
-  std::string name = manifest.raw("file", entry);
-  if (name != shardName(comm.rank()))
-    manifest.fail("rank " + std::to_string(comm.rank()) + "'s shard is '" +
-                  printable(name) + "', expected '" +
-                  shardName(comm.rank()) + "'");
-  std::string file = dir + "/" + name;
+  ManifestEntry entry =
+      readManifest(manifestPath, std::string(raw.begin(), raw.end()), target);
+  std::string file = dir + "/" + entry.file;
   std::vector<char> bytes = readFile(file);
-  if (std::to_string(bytes.size()) != manifest.raw("bytes", entry))
-    throw std::runtime_error(file + ": " + std::to_string(bytes.size()) +
-                             " bytes, the manifest says " +
-                             printable(manifest.raw("bytes", entry)) +
-                             " (truncated?)");
-  if (hex(fnv1a(bytes.data(), bytes.size())) != manifest.raw("fnv1a", entry))
-    throw std::runtime_error(file + ": checksum does not match the manifest "
-                             "(the shard was altered or belongs to another "
-                             "checkpoint)");
-  size_t at = 0;
-  auto take = [&](void *out, size_t n) {
-    if (at + n > bytes.size())
-      throw std::runtime_error(file + ": truncated");
-    std::memcpy(out, bytes.data() + at, n);
-    at += n;
-  };
-  char magic[sizeof kShardMagic];
-  uint32_t version, shardRank;
-  uint64_t shardStep, shardPlan;
-  take(magic, sizeof magic);
-  take(&version, sizeof version);
-  if (std::memcmp(magic, kShardMagic, sizeof magic) != 0 ||
-      version != kCheckpointVersion)
-    throw std::runtime_error(file + ": not a parc-run shard of format " +
-                             std::to_string(kCheckpointVersion));
-  take(&shardStep, sizeof shardStep);
-  take(&shardRank, sizeof shardRank);
-  take(&shardPlan, sizeof shardPlan);
-  if (int64_t(shardRank) != comm.rank())
-    throw std::runtime_error(file + ": written by rank " +
-                             std::to_string(shardRank) + ", read by rank " +
-                             std::to_string(comm.rank()) +
-                             " (a shard in another rank's place)");
-  if (shardPlan != planHash || int64_t(shardStep) != step)
-    throw std::runtime_error(file + ": written at step " +
-                             std::to_string(shardStep) + " of plan " +
-                             hex(shardPlan) + ", the manifest says step " +
-                             std::to_string(step) + " of plan " + planSum);
-  uint32_t count, local = 0;
-  take(&count, sizeof count);
+  ShardReader reader(file, bytes);
+  auto take = [&](void *out, size_t n) { reader.take(out, n); };
+  uint32_t count = readShardHeader(reader, bytes, entry, target), local = 0;
   for (ParamSlot &slot : exec.slots())
     local += slot.local;
   if (count != local)
@@ -410,22 +282,18 @@ int64_t loadCheckpoint(const std::string &dir, const PlanFile &plan,
   for (ParamSlot &slot : exec.slots()) {
     if (!slot.local)
       continue;
-    uint32_t length;
-    take(&length, sizeof length);
-    std::string path(length, '\0');
-    take(path.data(), length);
+    std::string path = reader.takeString();
     uint64_t numel;
     take(&numel, sizeof numel);
     if (path != slot.path || numel != uint64_t(slot.master.numel()))
-      throw std::runtime_error(file + ": parameter '" + path + "' (" +
-                               std::to_string(numel) +
-                               " values) where the plan has '" + slot.path +
-                               "' (" + std::to_string(slot.master.numel()) +
-                               ")");
+      throw std::runtime_error(
+          file + ": parameter '" + printable(path) + "' (" +
+          std::to_string(numel) + " values) where the plan has '" + slot.path +
+          "' (" + std::to_string(slot.master.numel()) + ")");
     for (at::Tensor *t : {&slot.master, &slot.expAvg, &slot.expAvgSq})
       take(t->data_ptr(), numel * sizeof(float));
   }
-  return step;
+  return entry.step;
 }
 
 //===----------------------------------------------------------------------===//
@@ -435,8 +303,8 @@ int64_t loadCheckpoint(const std::string &dir, const PlanFile &plan,
 void appendLine(const std::string &path, const std::string &line) {
   int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
   if (fd < 0)
-    throw std::runtime_error(path + ": cannot open log: " +
-                             std::strerror(errno));
+    throw std::runtime_error(path +
+                             ": cannot open log: " + std::strerror(errno));
   // One write per line: concurrent ranks' lines do not interleave.
   ssize_t written = ::write(fd, line.data(), line.size());
   ::close(fd);
@@ -540,8 +408,7 @@ void adamw(Executor &exec, const TrainOptions &options, int64_t t) {
     at::Tensor p = slot.master.detach();
     p.mul_(1 - options.lr * options.weightDecay);
     slot.expAvg.lerp_(grad, 1 - options.beta1);
-    slot.expAvgSq.mul_(options.beta2).addcmul_(grad, grad,
-                                               1 - options.beta2);
+    slot.expAvgSq.mul_(options.beta2).addcmul_(grad, grad, 1 - options.beta2);
     // One temporary the size of the parameter, as torch.optim.AdamW.
     at::Tensor denom = slot.expAvgSq.sqrt();
     denom.div_(std::sqrt(bias2)).add_(options.eps);
@@ -555,8 +422,7 @@ void adamw(Executor &exec, const TrainOptions &options, int64_t t) {
 /// clipping and the optimizer step.
 StepStats runStep(Executor &exec, const plan::Program &program,
                   const ProgramBatch &shape, TokenSource &data,
-                  const TrainOptions &options, int64_t step,
-                  RunTrace *tracer) {
+                  const TrainOptions &options, int64_t step, RunTrace *tracer) {
   Collectives &comm = exec.collectives();
   const RankLayout &layout = exec.rankLayout();
   int64_t dp = layout.dataParallel();
@@ -566,8 +432,7 @@ StepStats runStep(Executor &exec, const plan::Program &program,
   ProgramHooks hooks;
   // Micro-batch a of data shard d: samples step * gbs + (a * dp + d) * mbs.
   hooks.batch = [&](int64_t micro) {
-    return data.batch(step * gbs + micro * mbs * dp +
-                          layout.dataIndex() * mbs,
+    return data.batch(step * gbs + micro * mbs * dp + layout.dataIndex() * mbs,
                       mbs);
   };
   hooks.afterForward = [&](int64_t micro) {
@@ -642,7 +507,8 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
     tracer = std::make_unique<RunTrace>(*program, comm.rank());
   int64_t firstStep = 0;
   if (!options.resumeDir.empty())
-    firstStep = loadCheckpoint(options.resumeDir, planFile, exec, options.steps);
+    firstStep =
+        loadCheckpoint(options.resumeDir, planFile, exec, options.steps);
 
   for (int64_t step = firstStep; step < options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
@@ -662,9 +528,9 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
               << "; the run diverged and stops here";
       throw std::runtime_error(message.str());
     }
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     reportStep(options, comm.rank(), t, stats, gbs * shape.seq / seconds,
                peakBytes(), predicted);
     bool last = t == options.steps;
