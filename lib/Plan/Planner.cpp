@@ -26,6 +26,7 @@
 #include "parc/Analysis/ModelStats.h"
 #include "parc/Import/HFConfig.h"
 #include "parc/Transforms/Passes.h"
+#include "parc/runtime/PlanFile.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -202,12 +203,16 @@ private:
     PlanDiagnostic diag{getSeverityName(severity).str(), std::move(message),
                         formatLocation(loc), getLocationPath(loc)};
     if (print) {
+      // Names and values quoted from the user's files (a config's
+      // model_type, a recipe's path) reach the terminal escaped, so that a
+      // crafted file cannot send it control sequences; JSON escapes its own.
+      using ::parc::runtime::printable;
       if (!diag.location.empty())
-        err << diag.location << ": ";
+        err << printable(diag.location) << ": ";
       err << diag.severity << ": ";
       if (!diag.path.empty())
-        err << diag.path << ": ";
-      err << diag.message << "\n";
+        err << printable(diag.path) << ": ";
+      err << printable(diag.message, /*keepLineBreaks=*/true) << "\n";
     }
     diagnostics.push_back(std::move(diag));
   }

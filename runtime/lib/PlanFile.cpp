@@ -40,11 +40,13 @@ uint64_t parc::runtime::fnv1a(const void *data, size_t size, uint64_t seed) {
   return hash;
 }
 
-std::string parc::runtime::printable(const std::string &text) {
+std::string parc::runtime::printable(const std::string &text,
+                                     bool keepLineBreaks) {
   std::string out;
   out.reserve(text.size());
   for (unsigned char c : text) {
-    if (c >= 0x20 && c != 0x7f) {
+    if ((c >= 0x20 && c != 0x7f) ||
+        (keepLineBreaks && (c == '\n' || c == '\t'))) {
       out += char(c);
       continue;
     }
@@ -111,8 +113,7 @@ bool parc::runtime::readRankLayout(const plan::Plan &plan, RankLayout &layout,
   if (!par->sizes() || par->sizes()->size() != par->axes()->size()) {
     error = "the plan's Parallelism lists " +
             std::to_string(par->axes()->size()) + " axes and " +
-            std::to_string(par->sizes() ? par->sizes()->size() : 0) +
-            " sizes";
+            std::to_string(par->sizes() ? par->sizes()->size() : 0) + " sizes";
     return false;
   }
   int64_t world = 1;
@@ -173,15 +174,14 @@ bool parc::runtime::readRankLayout(const plan::Plan &plan, RankLayout &layout,
     return false;
   }
   if (layout.chunks > 1 && layout.pp == 1) {
-    error = std::to_string(layout.chunks) +
-            " pipeline chunks without a pipeline";
+    error =
+        std::to_string(layout.chunks) + " pipeline chunks without a pipeline";
     return false;
   }
   return true;
 }
 
 namespace {
-
 
 const char *dtypeName(plan::DType dtype) {
   switch (dtype) {
@@ -251,8 +251,8 @@ void parc::runtime::describePlan(const plan::Plan &plan, std::ostream &os) {
       if (param->shape())
         for (unsigned i = 0; i < param->shape()->size(); ++i)
           os << (i ? "x" : "") << param->shape()->Get(i);
-      os << "] " << dtypeName(param->dtype()) << " init "
-         << str(param->init()) << (param->frozen() ? " frozen" : "");
+      os << "] " << dtypeName(param->dtype()) << " init " << str(param->init())
+         << (param->frozen() ? " frozen" : "");
       if (param->tp() && param->tp()->size())
         os << " tp " << param->tp()->str();
       if (param->tp_padded_dim0())

@@ -93,7 +93,8 @@ inline uint64_t fnv1a(const std::string &s, uint64_t seed = 0) {
 /// `text` with control characters (escape sequences among them) written as
 /// \xNN, so that names and values read from a file (plan.bin, a manifest)
 /// cannot drive the user's terminal when an error message quotes them.
-std::string printable(const std::string &text);
+/// `keepLineBreaks` leaves newlines and tabs, for multi-line messages.
+std::string printable(const std::string &text, bool keepLineBreaks = false);
 
 } // namespace parc::runtime
 
