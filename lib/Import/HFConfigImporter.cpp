@@ -80,12 +80,12 @@ constexpr FamilyRow kFamilies[] = {
      AttentionBias::QkvOnly,    /*mlpBiasKey=*/false, QkNormKind::None,    WindowRule::FromMaxLayers},
     {"qwen3",   "Qwen3",   FamilyReader::LlamaLike, 151936, 32, 32,           128,
      AttentionBias::FromConfig, /*mlpBiasKey=*/false, QkNormKind::PerHead, WindowRule::FromMaxLayers},
-    // Gemma3TextConfig / Gemma4TextConfig, and their multimodal wrappers.
-    // Gemma4TextConfig keeps Gemma3TextConfig's defaults.
+    // Gemma3TextConfig / Gemma4TextConfig, and their multimodal wrappers:
+    // the same heads, KV heads and head_dim; Gemma 4's vocabulary is 262144.
     {"gemma3",      "Gemma3", FamilyReader::GemmaMultimodal, 262208, 8, 4, 256},
     {"gemma3_text", "Gemma3", FamilyReader::GemmaText,       262208, 8, 4, 256},
-    {"gemma4",      "Gemma4", FamilyReader::GemmaMultimodal, 262208, 8, 4, 256},
-    {"gemma4_text", "Gemma4", FamilyReader::GemmaText,       262208, 8, 4, 256},
+    {"gemma4",      "Gemma4", FamilyReader::GemmaMultimodal, 262144, 8, 4, 256},
+    {"gemma4_text", "Gemma4", FamilyReader::GemmaText,       262144, 8, 4, 256},
 };
 // clang-format on
 
@@ -129,8 +129,7 @@ private:
                                 std::optional<int64_t> defaultKvHeads,
                                 std::optional<int64_t> defaultHeadDim);
   ActivationKind readActivation(const ConfigSection &config, StringRef key,
-                                StringRef defaultValue,
-                                std::string &className);
+                                StringRef defaultValue, std::string &className);
   DictionaryAttr readRopeScaling(const ConfigSection &config);
   std::vector<std::string> readLayerTypes(const ConfigSection &config,
                                           int64_t layers,
@@ -173,9 +172,8 @@ Type HFConfigImporter::readDtype(const ConfigSection &config) {
   return b.getF32Type();
 }
 
-void HFConfigImporter::checkHeads(const ConfigSection &config,
-                                  StringRef kvKey, int64_t heads,
-                                  int64_t kvHeads) {
+void HFConfigImporter::checkHeads(const ConfigSection &config, StringRef kvKey,
+                                  int64_t heads, int64_t kvHeads) {
   if (kvHeads > 0 && heads > 0 && heads % kvHeads != 0)
     config.error(kvKey) << "num_attention_heads " << heads
                         << " is not a multiple of " << config.keyPath(kvKey)
@@ -210,9 +208,9 @@ HFConfigImporter::readDecoderShape(const ConfigSection &config,
           << " and '" << config.keyPath("head_dim")
           << "' is absent: set head_dim explicitly";
     shape.headDim = shape.heads > 0 ? shape.hidden / shape.heads : 1;
-    reader.recordValue(config.keyPath("head_dim"),
-                       Builder(reader.getContext())
-                           .getI64IntegerAttr(shape.headDim));
+    reader.recordValue(
+        config.keyPath("head_dim"),
+        Builder(reader.getContext()).getI64IntegerAttr(shape.headDim));
   }
   return shape;
 }
@@ -420,7 +418,8 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
   stack.normClass = (family + "RMSNorm").str();
   stack.hidden = shape.hidden;
   stack.intermediate = shape.intermediate;
-  stack.norm = NormKind::RmsUnitOffset;
+  // Gemma 3 normalises by (1 + w) with w from 0; Gemma4RMSNorm by w from 1.
+  stack.norm = isGemma4 ? NormKind::Rms : NormKind::RmsUnitOffset;
   stack.normEps = config.getFloat("rms_norm_eps", 1e-6);
   stack.layout = LayerLayout::Sandwich;
   stack.activation = readActivation(config, "hidden_activation",
@@ -429,7 +428,7 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
   bool bias = config.getBool("attention_bias", false);
   std::optional<double> attnSoftcap =
       config.getOptionalFloat("attn_logit_softcapping", std::nullopt);
-  int64_t window = config.getSize("sliding_window", 4096);
+  int64_t window = config.getSize("sliding_window", isGemma4 ? 512 : 4096);
   double globalTheta = config.getFloat("rope_theta", 1000000.0);
   double localTheta = config.getFloat("rope_local_base_freq", 10000.0);
   // rope_scaling stretches the global (full-attention) rope only.
@@ -442,18 +441,22 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
   int64_t globalHeadDim = shape.headDim, globalKvHeads = shape.kvHeads;
   bool kEqV = false;
   if (isGemma4) {
-    globalHeadDim = config.getSize("global_head_dim", shape.headDim);
-    globalKvHeads =
-        config.getSize("num_global_key_value_heads", shape.kvHeads);
+    globalHeadDim = config.getSize("global_head_dim", 512);
+    globalKvHeads = config.getSize("num_global_key_value_heads", shape.kvHeads);
     checkHeads(config, "num_global_key_value_heads", shape.heads,
                globalKvHeads);
     kEqV = config.getBool("attention_k_eq_v", false);
     // Refuse the Gemma 4 variants whose structure parc does not model rather
     // than import a model with different parameters.
-    if (int64_t perLayer = config.getInt("hidden_size_per_layer_input", 0))
+    // Gemma4TextConfig defaults to per-layer input embeddings of 256.
+    if (int64_t perLayer = config.getInt("hidden_size_per_layer_input", 256))
       config.error("hidden_size_per_layer_input")
           << "per-layer input embeddings (hidden_size_per_layer_input = "
-          << perLayer << ") are not supported; only 0 is";
+          << perLayer
+          << (config.has("hidden_size_per_layer_input")
+                  ? ""
+                  : ", Gemma4TextConfig's default where the key is absent")
+          << ") are not supported; only 0 is";
     if (config.getBool("enable_moe_block", false))
       config.error("enable_moe_block")
           << "mixture-of-experts blocks (enable_moe_block) are not supported";
@@ -469,8 +472,18 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
     derived.push_back(pattern > 0 && (i + 1) % pattern == 0
                           ? "full_attention"
                           : "sliding_attention");
-  for (const std::string &type :
-       readLayerTypes(config, shape.layers, std::move(derived))) {
+  std::vector<std::string> types =
+      readLayerTypes(config, shape.layers, std::move(derived));
+  // Gemma4TextConfig makes the last layer full attention whatever the list
+  // says, with a warning; so does the import.
+  if (isGemma4 && !types.empty() && types.back() != "full_attention") {
+    mlir::emitWarning(config.loc("layer_types"))
+        << "the last layer of '" << config.keyPath("layer_types") << "' is '"
+        << types.back()
+        << "'; Gemma 4 makes it full_attention, as transformers does";
+    types.back() = "full_attention";
+  }
+  for (const std::string &type : types) {
     bool full = type == "full_attention";
     AttentionSpec attention;
     attention.numHeads = shape.heads;
@@ -480,6 +493,11 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
     attention.qkNorm = QkNormKind::PerHead;
     attention.kEqV = full && kEqV;
     attention.logitSoftcap = attnSoftcap;
+    // transformers' Gemma 4 scales by 1 (its q, k and v norms carry the
+    // scale); parc-run has no v_norm yet, and with scale 1 alone the tiny
+    // parity models diverge under AdamW after the first step, so Gemma 4
+    // keeps Gemma 3's 1/sqrt(head_dim) until its numerics are checked
+    // against a reference as a whole. Memory and cost do not depend on it.
     attention.scale =
         1.0 / std::sqrt(queryScalar.value_or(double(attention.headDim)));
     attention.ropeTheta = full ? globalTheta : localTheta;
@@ -548,9 +566,9 @@ void HFConfigImporter::readSiglipVision(std::optional<ConfigSection> config,
         << "vision hidden_size " << stack.hidden
         << " is not divisible by num_attention_heads " << heads;
   if (vision.patchSize <= 0 || vision.imageSize % vision.patchSize != 0) {
-    where.error("patch_size") << "vision image_size " << vision.imageSize
-                              << " is not a multiple of patch_size "
-                              << vision.patchSize;
+    where.error("patch_size")
+        << "vision image_size " << vision.imageSize
+        << " is not a multiple of patch_size " << vision.patchSize;
     return;
   }
   int64_t side = vision.imageSize / vision.patchSize;
@@ -600,7 +618,7 @@ void HFConfigImporter::readGemma4Vision(std::optional<ConfigSection> config,
   stack.attentionClass = "Gemma4VisionAttention";
   stack.mlpClass = "Gemma4VisionMLP";
   stack.normClass = "Gemma4RMSNorm";
-  stack.norm = NormKind::RmsUnitOffset;
+  stack.norm = NormKind::Rms;
   stack.layout = LayerLayout::Sandwich;
   stack.activation =
       section ? readActivation(*section, "hidden_activation",
@@ -617,6 +635,7 @@ void HFConfigImporter::readGemma4Vision(std::optional<ConfigSection> config,
   attention.qkNorm = QkNormKind::PerHead;
   attention.causal = false;
   attention.scale = 1.0 / std::sqrt(double(headDim > 0 ? headDim : 1));
+
   for (LayerSpec &layer : stack.layers)
     layer.attention = attention;
 }

@@ -484,9 +484,9 @@ NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
       addLinear(embedder, "input_proj",
                 spec.channels * spec.patchSize * spec.patchSize, hidden,
                 /*bias=*/false);
-  NNModuleOp positions =
-      addLeaf(embedder, "position_embedding", "Embedding");
-  addParam(positions, "weight", {spec.numPositions, hidden});
+  // One table per image axis (x, y), a parameter of the embedder itself.
+  addParam(embedder, "position_embedding_table",
+           {2, spec.numPositions, hidden});
   NNModuleOp encoder = addModule(tower, "encoder", "Gemma4VisionEncoder",
                                      ModuleKind::Composite);
   NNModuleOp layers = buildLayerList(encoder, stack);
@@ -495,8 +495,8 @@ NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
   Forward embedFwd =
       beginForward(embedder, visionInput(spec), activation(hidden));
   Value x = linear(embedFwd, embedFwd.arg(0), inputProj);
-  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, positions->getLoc(), x.getType(), x,
-                           paramRef(embedFwd, positions, "weight"))));
+  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, embedder->getLoc(), x.getType(), x,
+                           paramRef(embedFwd, embedder, "position_embedding_table"))));
 
   Forward encoderFwd =
       beginForward(encoder, activation(hidden), activation(hidden));

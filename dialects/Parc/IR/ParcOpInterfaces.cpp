@@ -118,7 +118,12 @@ void EmbeddingOp::recordSaves(SaveRecorder &saves) {
   saves.saveStatistics(saves.getOperandElements(0) * 8);
 }
 
-double PositionEmbeddingOp::getFlopsPerElement() { return kAddFlops; }
+double PositionEmbeddingOp::getFlopsPerElement() {
+  // One add per table: a patch sums its row of each axis' table.
+  auto table = dyn_cast_or_null<ParamOp>(
+      SymbolTable::lookupNearestSymbolFrom(getOperation(), getWeight()));
+  return kAddFlops * (table ? getTableAxes(table.getTensorType()) : 1);
+}
 
 //===----------------------------------------------------------------------===//
 // Normalisation and pointwise ops
@@ -219,11 +224,10 @@ OpFlops AttentionOp::getFlops(const FlopQuery &query) {
   ArrayRef<int64_t> q = query.operandShapes[0], k = query.operandShapes[1];
   int64_t queries = q.size() >= 2 ? q[q.size() - 2] : 1;
   int64_t keys = k.size() >= 2 ? k[k.size() - 2] : 1;
-  double sequences =
-      FlopQuery::getElements(q) /
-      std::max<double>(1, double(lastDim(q)) * double(queries));
-  double pairs = sequences *
-                 attendedPairs(queries, keys, getCausal(), getSlidingWindow());
+  double sequences = FlopQuery::getElements(q) /
+                     std::max<double>(1, double(lastDim(q)) * double(queries));
+  double pairs =
+      sequences * attendedPairs(queries, keys, getCausal(), getSlidingWindow());
   OpFlops flops;
   // q k^T and p v: 2 FLOPs per pair, head and head dim each.
   flops.forward = 4 * pairs * double(getNumHeads()) * double(getHeadDim());

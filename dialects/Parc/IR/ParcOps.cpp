@@ -40,8 +40,8 @@ static LogicalResult verifyLeadingDims(Operation *op, RankedTensorType a,
                                        StringRef what) {
   for (int64_t i = 0; i < count; ++i)
     if (!extentsAgree(a.getDimSize(i), b.getDimSize(i)))
-      return op->emitOpError() << what << " disagree in dimension " << i
-                               << ": " << a << " vs " << b;
+      return op->emitOpError() << what << " disagree in dimension " << i << ": "
+                               << a << " vs " << b;
   return success();
 }
 
@@ -81,8 +81,7 @@ static LogicalResult expectRank(Operation *op, RankedTensorType type,
 
 /// Checks an optional bias of `extent` elements.
 static LogicalResult verifyBias(Operation *op, SymbolRefAttr bias,
-                                int64_t extent,
-                                SymbolTableCollection &tables) {
+                                int64_t extent, SymbolTableCollection &tables) {
   if (!bias)
     return success();
   FailureOr<RankedTensorType> type =
@@ -90,8 +89,9 @@ static LogicalResult verifyBias(Operation *op, SymbolRefAttr bias,
   if (failed(type))
     return failure();
   if (type->getDimSize(0) != extent)
-    return op->emitOpError() << "bias " << bias << " has " << type->getDimSize(0)
-                             << " elements, expected " << extent;
+    return op->emitOpError()
+           << "bias " << bias << " has " << type->getDimSize(0)
+           << " elements, expected " << extent;
   return success();
 }
 
@@ -101,8 +101,7 @@ static LogicalResult verifyBias(Operation *op, SymbolRefAttr bias,
 
 std::string mlir::parc::getDottedPath(Operation *op) {
   SmallVector<StringRef> names;
-  for (Operation *cur = op; cur && !isa<ModelOp>(cur);
-       cur = cur->getParentOp())
+  for (Operation *cur = op; cur && !isa<ModelOp>(cur); cur = cur->getParentOp())
     if (auto name =
             cur->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
       names.push_back(name.getValue());
@@ -158,8 +157,8 @@ void ModelOp::build(OpBuilder &builder, OperationState &state, StringRef name,
   state.addRegion()->emplaceBlock();
 }
 
-void NNModuleOp::build(OpBuilder &builder, OperationState &state, StringRef name,
-                     StringRef className, ModuleKind kind) {
+void NNModuleOp::build(OpBuilder &builder, OperationState &state,
+                       StringRef name, StringRef className, ModuleKind kind) {
   state.addAttribute(getSymNameAttrName(state.name),
                      builder.getStringAttr(name));
   state.addAttribute(getClassNameAttrName(state.name),
@@ -186,13 +185,12 @@ static LogicalResult verifyModuleBody(Operation *op, Block &body,
       continue;
     if (auto func = dyn_cast<func::FuncOp>(child)) {
       if (func.getSymName() != "forward")
-        return func.emitOpError()
-               << "in a module must be named @forward, got @"
-               << func.getSymName();
+        return func.emitOpError() << "in a module must be named @forward, got @"
+                                  << func.getSymName();
       continue;
     }
-    return child.emitOpError() << "is not allowed in the body of '"
-                               << op->getName() << "'";
+    return child.emitOpError()
+           << "is not allowed in the body of '" << op->getName() << "'";
   }
   return success();
 }
@@ -225,7 +223,8 @@ LogicalResult NNModuleOp::verifyRegions() {
     return success();
   for (Operation &child : *getBody())
     if (!isa<NNModuleOp>(child))
-      return emitOpError() << "is a container (" << stringifyModuleKind(getKind())
+      return emitOpError() << "is a container ("
+                           << stringifyModuleKind(getKind())
                            << ") and may hold only modules, found '"
                            << child.getName() << "'";
   if (getKind() == ModuleKind::Dict)
@@ -234,10 +233,9 @@ LogicalResult NNModuleOp::verifyRegions() {
   unsigned index = 0;
   for (NNModuleOp child : children) {
     if (child.getSymName() != std::to_string(index))
-      return child.emitOpError()
-             << "in a " << stringifyModuleKind(getKind())
-             << " container must be named @\"" << index << "\", got @"
-             << child.getSymName();
+      return child.emitOpError() << "in a " << stringifyModuleKind(getKind())
+                                 << " container must be named @\"" << index
+                                 << "\", got @" << child.getSymName();
     ++index;
   }
   return success();
@@ -264,9 +262,9 @@ LogicalResult TieOp::verifySymbolUses(SymbolTableCollection &tables) {
       continue;
     }
     if (param.getType() != firstType)
-      return emitOpError() << "ties parameters of different types: "
-                           << firstRef << " is " << firstType << " but " << ref
-                           << " is " << param.getType();
+      return emitOpError() << "ties parameters of different types: " << firstRef
+                           << " is " << firstType << " but " << ref << " is "
+                           << param.getType();
   }
   return success();
 }
@@ -279,9 +277,7 @@ void CallOp::setCalleeFromCallable(CallInterfaceCallable callee) {
 
 Operation::operand_range CallOp::getArgOperands() { return getArgs(); }
 
-MutableOperandRange CallOp::getArgOperandsMutable() {
-  return getArgsMutable();
-}
+MutableOperandRange CallOp::getArgOperandsMutable() { return getArgsMutable(); }
 
 /// The callee names a module; what runs is that module's forward.
 Operation *CallOp::resolveCallableInTable(SymbolTableCollection *tables) {
@@ -305,8 +301,8 @@ LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &tables) {
   FunctionType type = forward.getFunctionType();
   if (!llvm::equal(type.getInputs(), getArgs().getTypes()) ||
       !llvm::equal(type.getResults(), getResults().getTypes()))
-    return emitOpError() << "type does not match the forward of "
-                         << getCallee() << ": " << type;
+    return emitOpError() << "type does not match the forward of " << getCallee()
+                         << ": " << type;
   return success();
 }
 
@@ -399,9 +395,10 @@ PatchEmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
     if (height % kernel || width % kernel)
       return emitOpError() << "image " << height << "x" << width
                            << " is not a multiple of patch size " << kernel;
-    if (!extentsAgree(result.getDimSize(1), (height / kernel) *
-                                                (width / kernel)))
-      return emitOpError() << "expected " << (height / kernel) * (width / kernel)
+    if (!extentsAgree(result.getDimSize(1),
+                      (height / kernel) * (width / kernel)))
+      return emitOpError() << "expected "
+                           << (height / kernel) * (width / kernel)
                            << " patches, result has " << result.getDimSize(1);
   }
   return verifyBias(*this, getBiasAttr(), weight->getDimSize(0), tables);
@@ -409,21 +406,34 @@ PatchEmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
 
 LogicalResult
 PositionEmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<RankedTensorType> weight =
-      resolveParamType(*this, getWeight(), tables, "weight", 2);
-  if (failed(weight))
+  FailureOr<ParamOp> param = resolveParam(*this, getWeight(), tables, "weight");
+  if (failed(param))
     return failure();
+  // [positions, width] (SigLIP), or one table per image axis
+  // [axes, positions, width] (Gemma 4's patch grid).
+  RankedTensorType weight = param->getTensorType();
+  if (weight.getRank() != 2 && weight.getRank() != 3)
+    return emitOpError() << "weight " << getWeight()
+                         << " must have rank 2 or 3, got " << weight;
+  int64_t axes = getTableAxes(weight);
+  int64_t positions = weight.getDimSize(weight.getRank() - 2);
   auto input = rankedType(getInput());
   if (failed(expectRank(*this, input, 3, "input")))
     return failure();
-  if (!extentsAgree(input.getDimSize(2), weight->getDimSize(1)))
+  if (!extentsAgree(input.getDimSize(2),
+                    weight.getDimSize(weight.getRank() - 1)))
     return emitOpError() << "input width " << input.getDimSize(2)
-                         << " does not match position table " << *weight;
-  if (!ShapedType::isDynamic(input.getDimSize(1)) &&
-      input.getDimSize(1) > weight->getDimSize(0))
+                         << " does not match position table " << weight;
+  // A grid of `positions` per axis holds at most positions^axes patches.
+  if (!ShapedType::isDynamic(input.getDimSize(1)) && axes == 1 &&
+      input.getDimSize(1) > positions)
     return emitOpError() << input.getDimSize(1) << " positions exceed table of "
-                         << weight->getDimSize(0);
+                         << positions;
   return success();
+}
+
+int64_t PositionEmbeddingOp::getTableAxes(RankedTensorType table) {
+  return table.getRank() == 3 ? table.getDimSize(0) : 1;
 }
 
 LogicalResult ParamOp::verify() {
@@ -442,8 +452,7 @@ LogicalResult ParamOp::verify() {
                            << "; a parameter's dimensions are in [1, "
                            << kMaxDim << "]";
     if (llvm::MulOverflow(elements, dim, elements) || elements > kMaxElements)
-      return emitOpError() << "has more than " << kMaxElements
-                           << " elements";
+      return emitOpError() << "has more than " << kMaxElements << " elements";
   }
   return success();
 }
@@ -495,8 +504,10 @@ LogicalResult AttentionOp::verify() {
   auto key = rankedType(getKey());
   auto value = rankedType(getValue());
   auto result = rankedType(getResult());
-  for (auto [type, what] : {std::pair{query, "query"}, {key, "key"},
-                            {value, "value"}, {result, "result"}})
+  for (auto [type, what] : {std::pair{query, "query"},
+                            {key, "key"},
+                            {value, "value"},
+                            {result, "result"}})
     if (failed(expectRank(*this, type, 3, what)))
       return failure();
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
@@ -586,7 +597,8 @@ LogicalResult CrossEntropyOp::verify() {
 
 LogicalResult ShardParamOp::verifySymbolUses(SymbolTableCollection &tables) {
   auto model = (*this)->getParentOfType<ModelOp>();
-  auto param = dyn_cast_or_null<ParamOp>(tables.lookupSymbolIn(model, getParam()));
+  auto param =
+      dyn_cast_or_null<ParamOp>(tables.lookupSymbolIn(model, getParam()));
   if (!param)
     return emitOpError() << getParam() << " does not name a parc.param";
   int64_t dim0 = param.getTensorType().getDimSize(0);
@@ -597,7 +609,8 @@ LogicalResult ShardParamOp::verifySymbolUses(SymbolTableCollection &tables) {
     if (*role == TpRole::Colwise)
       dim0 /= tpSize.getInt();
     if (*role == TpRole::Vocab)
-      if (auto padded = param->getAttrOfType<IntegerAttr>("parc.tp_padded_dim0"))
+      if (auto padded =
+              param->getAttrOfType<IntegerAttr>("parc.tp_padded_dim0"))
         dim0 = padded.getInt() / tpSize.getInt();
   }
   if (int64_t(getPaddedDim0()) < dim0)

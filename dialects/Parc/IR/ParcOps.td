@@ -252,7 +252,17 @@ def Parc_PositionEmbeddingOp : Parc_ParamUserOp<"position_embedding", [
         ["getFlopsPerElement"]>,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Add a learned position table to a token sequence";
+  let description = [{
+    Adds, to each token, its row of the parameter `weight`: a table
+    [positions, width] indexed by the token's position, or one table per
+    axis of an image's patch grid [axes, positions, width] whose rows at the
+    patch's coordinates are summed (Gemma 4's `position_embedding_table`).
+  }];
   let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight);
+  let extraClassDeclaration = [{
+    /// How many tables `table` holds (1 for a rank-2 table).
+    static int64_t getTableAxes(::mlir::RankedTensorType table);
+  }];
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input `,` $weight attr-dict `:` type($input)";
 }

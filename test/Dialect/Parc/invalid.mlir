@@ -1309,3 +1309,25 @@ parc.model @tied_no_plan class "M" attributes {parc.pp_tied_copies = [#parc.pp_t
 // expected-error@+1 {{'parc.model' op 'parc.pp_tied_copies' keeps a copy on stage 2 of a 2-stage 'parc.pp'}}
 parc.model @tied_past_stages class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 2>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, F1, B0, B1]>, #parc.pp_steps<stage = 1, steps = [F0, B0, F1, B1]>], parc.pp_tied_copies = [#parc.pp_tied<params = [@a, @b], stages = [0, 2]>]} {
 }
+
+// -----
+
+parc.model @position_rank class "M" {
+  parc.param @table : tensor<2x2x4x8xf32>
+  func.func @forward(%x: tensor<?x16x8xf32>) -> tensor<?x16x8xf32> {
+    // expected-error@+1 {{'parc.position_embedding' op weight @table must have rank 2 or 3, got 'tensor<2x2x4x8xf32>'}}
+    %e = parc.position_embedding %x, @table : tensor<?x16x8xf32>
+    return %e : tensor<?x16x8xf32>
+  }
+}
+
+// -----
+
+parc.model @position_width class "M" {
+  parc.param @table : tensor<2x4x6xf32>
+  func.func @forward(%x: tensor<?x16x8xf32>) -> tensor<?x16x8xf32> {
+    // expected-error@+1 {{'parc.position_embedding' op input width 8 does not match position table 'tensor<2x4x6xf32>'}}
+    %e = parc.position_embedding %x, @table : tensor<?x16x8xf32>
+    return %e : tensor<?x16x8xf32>
+  }
+}

@@ -129,6 +129,8 @@ parc.model @vision class "TinyVision" {
   parc.module @pos "Embedding" leaf {
     parc.param @weight : tensor<16x8xf32>
   }
+  // One table per image axis (Gemma 4's patch grid): 4 x 4 positions.
+  parc.param @grid_pos : tensor<2x4x8xf32>
   parc.param @proj : tensor<8x16xf32>
   parc.module @dict "ModuleDict" dict {
     parc.module @vision "Identity" leaf {
@@ -138,7 +140,9 @@ parc.model @vision class "TinyVision" {
     // CHECK: parc.patch_embedding %{{.*}}, @patch::@weight bias @patch::@bias : tensor<?x3x16x16xf32> -> tensor<?x16x8xf32>
     %p = parc.patch_embedding %px, @patch::@weight bias @patch::@bias : tensor<?x3x16x16xf32> -> tensor<?x16x8xf32>
     // CHECK: parc.position_embedding %{{.*}}, @pos::@weight : tensor<?x16x8xf32>
-    %e = parc.position_embedding %p, @pos::@weight : tensor<?x16x8xf32>
+    %e0 = parc.position_embedding %p, @pos::@weight : tensor<?x16x8xf32>
+    // CHECK: parc.position_embedding %{{.*}}, @grid_pos : tensor<?x16x8xf32>
+    %e = parc.position_embedding %e0, @grid_pos : tensor<?x16x8xf32>
     // CHECK: parc.avg_pool_tokens %{{.*}} {kernel = 2 : i64} : tensor<?x16x8xf32> -> tensor<?x4x8xf32>
     %pooled = parc.avg_pool_tokens %e {kernel = 2 : i64} : tensor<?x16x8xf32> -> tensor<?x4x8xf32>
     // CHECK: parc.matmul %{{.*}}, @proj : tensor<?x4x8xf32> -> tensor<?x4x16xf32>
