@@ -70,9 +70,8 @@ void RankLayout::place(int rank) {
 /// file can overflow.
 static constexpr int64_t kMaxWorld = int64_t(1) << 17;
 
-/// Multiplies `world` by `size` if both stay within kMaxWorld.
-static bool growWorld(int64_t &world, int64_t size, const std::string &what,
-                      std::string &error) {
+bool parc::runtime::growWorld(int64_t &world, int64_t size,
+                              const std::string &what, std::string &error) {
   if (size < 1 || size > kMaxWorld || world > kMaxWorld / size) {
     error = what + " of size " + std::to_string(size) +
             " gives a world of more than " + std::to_string(kMaxWorld) +

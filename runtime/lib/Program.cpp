@@ -12,7 +12,6 @@ using namespace parc::runtime;
 
 namespace {
 
-
 const char *kindName(plan::StepKind kind) {
   return plan::EnumNameStepKind(kind);
 }
@@ -42,14 +41,19 @@ int axisSize(const RankLayout &layout, const std::string &axis) {
   return layout.tp;
 }
 
-int64_t gridSize(const plan::Plan &plan, const std::string &name) {
+/// The ranks of grid `name`: 0 when the plan has no such grid, -1 (and
+/// `error`) when its shape is not a world of at most 2^17 ranks.
+int64_t gridSize(const plan::Plan &plan, const std::string &name,
+                 std::string &error) {
   if (plan.grids())
     for (const plan::Grid *grid : *plan.grids())
       if (grid->name()->str() == name) {
         int64_t size = 1;
         if (grid->shape())
           for (int64_t d : *grid->shape())
-            size *= d;
+            if (!growWorld(size, d, "grid '" + printable(name) + "' axis",
+                           error))
+              return -1;
         return size;
       }
   return 0;
@@ -98,15 +102,13 @@ private:
     return kind != plan::StepKind::Buffer && kind != plan::StepKind::Alloc &&
            kind != plan::StepKind::Forward &&
            kind != plan::StepKind::Backward &&
-           kind != plan::StepKind::Recompute &&
-           kind != plan::StepKind::Save &&
+           kind != plan::StepKind::Recompute && kind != plan::StepKind::Save &&
            kind != plan::StepKind::OptimizerStep &&
            kind != plan::StepKind::ClipGradNorm;
   }
 
   bool checkStep(unsigned i, const plan::Step &step, int64_t stage,
-                 std::multiset<Message> &sends,
-                 std::multiset<Message> &recvs) {
+                 std::multiset<Message> &sends, std::multiset<Message> &recvs) {
     plan::StepKind kind = step.kind();
     if (optimizer)
       return fail(i, std::string(kindName(kind)) +
@@ -183,10 +185,10 @@ private:
     defined.push_back(kind);
     definer.push_back(&step);
     freed.push_back(0);
-    gathersUnit.push_back(
-        kind == plan::StepKind::AllGather && operand >= 0 &&
-        defined[operand] == plan::StepKind::Buffer &&
-        definer[operand]->buffer_kind() == plan::BufferKind::ParamShard);
+    gathersUnit.push_back(kind == plan::StepKind::AllGather && operand >= 0 &&
+                          defined[operand] == plan::StepKind::Buffer &&
+                          definer[operand]->buffer_kind() ==
+                              plan::BufferKind::ParamShard);
     scattersUnit.push_back(
         kind == plan::StepKind::ReduceScatter && operand >= 0 &&
         defined[operand] == plan::StepKind::Buffer &&
@@ -226,8 +228,8 @@ private:
                          " (only saved activations, gathered units and "
                          "allocations are freed)");
     if (freed[operand]++)
-      return fail(i, "frees tensor " + std::to_string(operand) +
-                         " a second time");
+      return fail(i,
+                  "frees tensor " + std::to_string(operand) + " a second time");
     if (gathersUnit[operand] && isUnwaited(operand))
       return fail(i, "frees the all-gather of FSDP unit " +
                          unitName(gatheredUnit(operand)) + " (tensor " +
@@ -285,9 +287,9 @@ private:
             definer[t]->alloc_kind() != plan::AllocKind::GradientShards) ||
            (defined[t] == plan::StepKind::AllGather && gathersUnit[t])) &&
           !freed[t])
-        return fail(-1, std::string("never frees tensor ") +
-                            std::to_string(t) + " (" + kindName(defined[t]) +
-                            " of '" + str(definer[t]->path()) + "')");
+        return fail(-1, std::string("never frees tensor ") + std::to_string(t) +
+                            " (" + kindName(defined[t]) + " of '" +
+                            str(definer[t]->path()) + "')");
     for (const auto &[key, state] : computeState)
       if (state != kBackwardDone)
         return fail(-1, "runs the forward of " + describe(key) +
@@ -320,21 +322,22 @@ private:
   bool compute(unsigned i, const plan::Step &step) {
     std::string path = str(step.path()), part = str(step.part());
     if (path.empty() ? part != "head" && part != "tail" : !layers.count(path))
-      return fail(i, path.empty()
-                         ? "names root part '" + part + "' (head or tail)"
-                         : "names '" + path + "', which is no layer of the plan");
+      return fail(i,
+                  path.empty()
+                      ? "names root part '" + part + "' (head or tail)"
+                      : "names '" + path + "', which is no layer of the plan");
     if (step.micro_batch() < 0)
       return fail(i, "has no micro-batch");
     // It computes on its unit's gather and may read the root's.
     for (const std::string &unit : {path, std::string()})
       if (unwaited.count(unit))
-        return fail(i, std::string(kindName(step.kind())) + " of " +
-                           (path.empty() ? "the root's " + part
-                                         : "'" + path + "'") +
-                           " before waiting for the all-gather of FSDP "
-                           "unit " +
-                           unitName(unit) + " (tensor " +
-                           std::to_string(unwaited.at(unit)) + ")");
+        return fail(
+            i, std::string(kindName(step.kind())) + " of " +
+                   (path.empty() ? "the root's " + part : "'" + path + "'") +
+                   " before waiting for the all-gather of FSDP "
+                   "unit " +
+                   unitName(unit) + " (tensor " +
+                   std::to_string(unwaited.at(unit)) + ")");
     Key key{path, part, step.micro_batch(), step.chunk()};
     int &state = computeState[key];
     switch (step.kind()) {
@@ -363,10 +366,13 @@ private:
                   int64_t stage, std::multiset<Message> &sends,
                   std::multiset<Message> &recvs) {
     std::string grid = str(step.grid());
-    int64_t size = gridSize(plan, grid);
+    std::string why;
+    int64_t size = gridSize(plan, grid, why);
+    if (size < 0)
+      return fail(i, why);
     if (!size)
-      return fail(i, std::string(kindName(step.kind())) + " on grid '" +
-                         grid + "', which the plan does not have");
+      return fail(i, std::string(kindName(step.kind())) + " on grid '" + grid +
+                         "', which the plan does not have");
     if (step.group())
       for (int64_t index : *step.group())
         if (index < 0 || index >= size)
@@ -378,15 +384,15 @@ private:
     if (!p2p)
       return true;
     if (grid != "pp")
-      return fail(i, std::string(kindName(step.kind())) +
-                         " on grid '" + grid + "', not pp");
+      return fail(i, std::string(kindName(step.kind())) + " on grid '" + grid +
+                         "', not pp");
     if (step.peer() < 0 || step.peer() >= size || step.peer() == stage)
-      return fail(i, std::string(kindName(step.kind())) +
-                         (step.kind() == plan::StepKind::Send ? " to" : " from") +
-                         " stage " + std::to_string(step.peer()) + " on stage " +
-                         std::to_string(stage) + " of " +
-                         std::to_string(size) +
-                         (step.peer() == stage ? " (itself)" : " (outside)"));
+      return fail(i,
+                  std::string(kindName(step.kind())) +
+                      (step.kind() == plan::StepKind::Send ? " to" : " from") +
+                      " stage " + std::to_string(step.peer()) + " on stage " +
+                      std::to_string(stage) + " of " + std::to_string(size) +
+                      (step.peer() == stage ? " (itself)" : " (outside)"));
     if (input.kind() != plan::StepKind::Buffer ||
         (input.buffer_kind() != plan::BufferKind::Activation &&
          input.buffer_kind() != plan::BufferKind::ActivationGrad))
@@ -484,7 +490,12 @@ bool parc::runtime::verifyPrograms(const plan::Plan &plan,
     if (program->covers())
       for (const plan::Coverage *coverage : *program->covers()) {
         std::string grid = coverage->grid()->str();
-        int64_t size = gridSize(plan, grid);
+        std::string why;
+        int64_t size = gridSize(plan, grid, why);
+        if (size < 0) {
+          error = "program '" + name + "': " + why;
+          return false;
+        }
         if (!size || coordinate(layout, grid) < 0) {
           error = "program '" + name + "' covers grid '" + grid +
                   "', which is no rank axis of the plan";
@@ -556,15 +567,14 @@ bool parc::runtime::verifyPrograms(const plan::Plan &plan,
       (void)kind;
       std::string what = " message(s) of " + std::to_string(bytes) +
                          " bytes for micro-batch " + std::to_string(micro);
-      error = fromSender
-                  ? "stage " + std::to_string(from) + " sends " +
-                        std::to_string(sent) + what + " to stage " +
-                        std::to_string(to) + ", which receives " +
-                        std::to_string(received)
-                  : "stage " + std::to_string(to) + " receives " +
-                        std::to_string(received) + what + " from stage " +
-                        std::to_string(from) + ", which sends " +
-                        std::to_string(sent);
+      error = fromSender ? "stage " + std::to_string(from) + " sends " +
+                               std::to_string(sent) + what + " to stage " +
+                               std::to_string(to) + ", which receives " +
+                               std::to_string(received)
+                         : "stage " + std::to_string(to) + " receives " +
+                               std::to_string(received) + what +
+                               " from stage " + std::to_string(from) +
+                               ", which sends " + std::to_string(sent);
       return false;
     }
   return true;

@@ -90,6 +90,12 @@ inline uint64_t fnv1a(const std::string &s, uint64_t seed = 0) {
   return fnv1a(s.data(), s.size(), seed);
 }
 
+/// Multiplies `world` by `size` when both stay within the 2^17 ranks a plan
+/// may have; otherwise false, with `error` naming `what`. Every product of
+/// sizes read from plan.bin goes through it, so none can wrap.
+bool growWorld(int64_t &world, int64_t size, const std::string &what,
+               std::string &error);
+
 /// `text` with control characters (escape sequences among them) written as
 /// \xNN, so that names and values read from a file (plan.bin, a manifest)
 /// cannot drive the user's terminal when an error message quotes them.
