@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 using namespace parc::runtime;
 
@@ -43,11 +44,16 @@ public:
     throw std::runtime_error(path + ": " + message);
   }
 
-  /// The string or number after `"key": ` at or after `from`.
-  std::string raw(const std::string &key, size_t from = 0) const {
+  /// The string or number after `"key": ` in [from, to): the whole manifest,
+  /// or one shard entry (entry()), so that a key an entry lacks is not read
+  /// from the entry after it.
+  std::string raw(const std::string &key, size_t from = 0,
+                  size_t to = std::string::npos, int rank = -1) const {
     size_t at = text.find("\"" + key + "\": ", from);
-    if (at == std::string::npos)
-      fail("missing key '" + key + "'");
+    if (at == std::string::npos || at >= to)
+      fail(rank < 0 ? "missing key '" + key + "'"
+                    : "rank " + std::to_string(rank) + "'s entry has no key '" +
+                          key + "'");
     at += key.size() + 4;
     if (at < text.size() && text[at] == '"') {
       size_t end = text.find('"', at + 1);
@@ -74,12 +80,12 @@ public:
     return n;
   }
 
-  /// Where the shard entry of `rank` starts.
-  size_t entry(int rank) const {
+  /// Where the shard entry of `rank` starts and ends (its closing brace).
+  std::pair<size_t, size_t> entry(int rank) const {
     size_t at = text.find("{\"rank\": " + std::to_string(rank) + ",");
     if (at == std::string::npos)
       fail("no shard for rank " + std::to_string(rank));
-    return at;
+    return {at, text.find('}', at)};
   }
 
 private:
@@ -111,14 +117,14 @@ ManifestEntry parc::runtime::readManifest(const std::string &path,
     manifest.fail("checkpoint is at step " + std::to_string(entry.step) +
                   ", this run ends at --steps " + std::to_string(target.steps) +
                   ": nothing to resume");
-  size_t at = manifest.entry(target.rank);
-  entry.file = manifest.raw("file", at);
+  auto [begin, end] = manifest.entry(target.rank);
+  entry.file = manifest.raw("file", begin, end, target.rank);
   if (entry.file != shardName(target.rank))
     manifest.fail("rank " + std::to_string(target.rank) + "'s shard is '" +
                   printable(entry.file) + "', expected '" +
                   shardName(target.rank) + "'");
-  entry.bytes = manifest.raw("bytes", at);
-  entry.checksum = manifest.raw("fnv1a", at);
+  entry.bytes = manifest.raw("bytes", begin, end, target.rank);
+  entry.checksum = manifest.raw("fnv1a", begin, end, target.rank);
   return entry;
 }
 
