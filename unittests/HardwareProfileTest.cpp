@@ -76,6 +76,7 @@ constexpr const char *kValidProfile = R"json({
   "inter_node_bandwidth_bytes_per_s": 1e8,
   "gpus_per_node": 4,
   "fixed_overhead_bytes": 10,
+  "compute_efficiency": 0.5,
   "sources": ["made up for the test"]
 }
 )json";
@@ -172,6 +173,7 @@ TEST(HardwareProfileTest, ReadsAValidProfile) {
   ASSERT_TRUE(succeeded(profile));
   EXPECT_EQ(profile->memoryBytes, 1000);
   EXPECT_EQ(profile->fixedOverheadBytes, 10);
+  EXPECT_DOUBLE_EQ(profile->computeEfficiency, 0.5);
   EXPECT_EQ(profile->gpusPerNode, 4);
   EXPECT_DOUBLE_EQ(profile->interNodeBandwidth, 1e8);
   EXPECT_EQ(profile->sources, std::vector<std::string>{"made up for the test"});
@@ -227,6 +229,9 @@ TEST(HardwareProfileTest, ImpossibleValuesAreRefused) {
                "\"fixed_overhead_bytes\": 2000");
   text.replace(text.find("\"name\": \"test-gpu\""),
                strlen("\"name\": \"test-gpu\""), "\"name\": \"other\"");
+  text.replace(text.find("\"compute_efficiency\": 0.5"),
+               strlen("\"compute_efficiency\": 0.5"),
+               "\"compute_efficiency\": 1.5");
   dir.write("test-gpu.json", text);
   EXPECT_TRUE(failed(
       loadHardwareProfile("test-gpu", dir.path, UnknownLoc::get(&context))));
@@ -236,6 +241,9 @@ TEST(HardwareProfileTest, ImpossibleValuesAreRefused) {
       << all;
   EXPECT_NE(all.find("'fixed_overhead_bytes' must be at least 0 and below "
                      "memory_bytes (1000), got 2000"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("key 'compute_efficiency' must be in (0, 1], got 1.5"),
             std::string::npos)
       << all;
 }

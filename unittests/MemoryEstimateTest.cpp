@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "parc/Analysis/MemoryEstimate.h"
+#include "parc/Analysis/FlopCount.h"
 
 #include "Parc/IR/ParcDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -153,6 +154,34 @@ TEST_F(GptLayerTest, SelectiveKeepsWhatCheckpointedGroupsAndKeptOpsNeed) {
   EXPECT_EQ(bytes.saved, 34 * sbh + kHeads * kSeq * kBatch * 4);
   // Rebuilt: the residual r (h) and both layer norms' rstd.
   EXPECT_EQ(bytes.recomputed, 2 * sbh + 2 * kSeq * kBatch * 4);
+}
+
+TEST_F(GptLayerTest, OpPolicyKeepsTheInputAndTheSaveListOutputs) {
+  // Mark what --apply-remat=mode=op marks: attention and the 1st, 3rd and
+  // 5th matmul (q, v, c_fc; k, c_proj and mlp_proj are rerun).
+  int matmuls = 0;
+  layer.walk([&](Operation *op) {
+    if (isa<AttentionOp>(op) || (isa<LinearOp>(op) && ++matmuls % 2 == 1))
+      op->setAttr(kRematSaveAttrName, UnitAttr::get(&context));
+  });
+  LayerActivationBytes bytes =
+      estimateLayerActivations(layer, RematKind::Op, kBatch, kSeq, 2);
+  // x, q, v and the attention output (h each), c_fc's output (4h), and
+  // attention's logsumexp: half of full remat's rebuild stays.
+  EXPECT_EQ(bytes.saved, 16 * sbh + kHeads * kSeq * kBatch * 4);
+  // The rerun rebuilds the rest of what no remat keeps: 32 sbh less the
+  // 16 sbh kept, and the two layer norms' rstd.
+  EXPECT_EQ(bytes.recomputed, 16 * sbh + 2 * kSeq * kBatch * 4);
+  LayerActivationBytes none =
+      estimateLayerActivations(layer, RematKind::None, kBatch, kSeq, 2);
+  EXPECT_EQ(bytes.saved + bytes.recomputed, none.saved);
+  // The rerun skips the kept ops: attention and q, v, c_fc (h^2, h^2, 4h^2
+  // multiply-adds per token).
+  FlopCount all = countLayerFlops(layer, RematKind::None, kBatch, kSeq);
+  FlopCount op = countLayerFlops(layer, RematKind::Op, kBatch, kSeq);
+  double tokens = kBatch * kSeq;
+  EXPECT_DOUBLE_EQ(op.recompute, all.forward - all.attentionForward -
+                                     2 * tokens * 6 * kHidden * kHidden);
 }
 
 } // namespace

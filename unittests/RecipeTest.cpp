@@ -207,7 +207,7 @@ parallel: {remat: every:0, remat_scope: audio}
       log.contains("key 'train.optimizer' must be one of adamw, got 'sgd'"));
   EXPECT_TRUE(
       log.contains("key 'parallel.remat' must be one of full, "
-                   "selective, every:N (N > 0), budget, none, got 'every:0'"));
+                   "selective, every:N (N > 0), budget, op, none, got 'every:0'"));
   EXPECT_TRUE(log.contains("key 'parallel.remat_scope' must be one of all, "
                            "language, vision, got 'audio'"))
       << log.joined();

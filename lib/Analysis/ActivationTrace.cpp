@@ -42,6 +42,11 @@ struct ForwardTrace {
   /// selective remat rebuilds rather than keeps).
   llvm::DenseSet<int> recomputedResults;
   int64_t recomputedStatisticsBytes = 0;
+  /// What a save-list policy (remat op) keeps from the forward: the outputs
+  /// of the ops marked parc.remat_save and the statistics they return
+  /// (flash attention's logsumexp).
+  llvm::DenseSet<int> savedOutputs;
+  int64_t savedOutputStatisticsBytes = 0;
   /// fp32 statistics ops save beside tensors (attention logsumexp, norm
   /// rstd), in bytes.
   int64_t statisticsBytes = 0;
@@ -170,6 +175,11 @@ private:
       autograd.recordSaves(recorder);
     }
     result.saved.insert(saved.begin(), saved.end());
+    if (op.hasAttr(kRematSaveAttrName)) {
+      result.savedOutputs.insert(results.begin(), results.end());
+      result.savedOutputStatisticsBytes +=
+          result.statisticsBytes - statisticsBefore;
+    }
     if (!op.hasAttr("parc.recompute")) {
       result.kept.insert(saved.begin(), saved.end());
       return;
@@ -192,9 +202,7 @@ private:
         : tracer(tracer), op(op), operands(operands), results(results),
           saved(saved) {}
 
-    void saveOperand(unsigned i) override {
-      saved.insert(operands[i]);
-    }
+    void saveOperand(unsigned i) override { saved.insert(operands[i]); }
     void saveResult(unsigned i) override { saved.insert(results[i]); }
     void saveBuffer(int64_t elements, int64_t bytesPerElement) override {
       saved.insert(tracer.newBuffer(elements, bytesPerElement));
@@ -216,10 +224,10 @@ private:
       return tracer.result.elements[results[i]];
     }
     int64_t getRows() override {
-      return operands.empty() ? 0
-                              : getOperandElements(0) /
-                                    std::max<int64_t>(
-                                        1, lastDim(op.getOperand(0)));
+      return operands.empty()
+                 ? 0
+                 : getOperandElements(0) /
+                       std::max<int64_t>(1, lastDim(op.getOperand(0)));
     }
     int64_t getTokens() override { return tracer.tokens; }
     int64_t getActivationBytes() override { return tracer.elementBytes; }
@@ -266,6 +274,20 @@ LayerActivations activationsOf(const ForwardTrace &trace, RematKind remat,
   if (remat == RematKind::Full) {
     result.saved = input;
     result.recomputed = everything;
+  } else if (remat == RematKind::Op) {
+    // The layer's input and the save list's outputs stay from the forward;
+    // the rerun rebuilds every other tensor the backward needs.
+    llvm::DenseSet<int> kept = trace.savedOutputs;
+    kept.insert(trace.input);
+    result.saved =
+        trace.bytes(kept, elementBytes) + trace.savedOutputStatisticsBytes;
+    llvm::DenseSet<int> rebuilt;
+    for (int id : all)
+      if (!kept.contains(id))
+        rebuilt.insert(id);
+    result.recomputed = trace.bytes(rebuilt, elementBytes) +
+                        trace.statisticsBytes -
+                        trace.savedOutputStatisticsBytes;
   } else if (remat == RematKind::Selective) {
     // Op-level checkpointing stores the layer input, what the ops it does
     // not recompute save for their backward and what each recomputed group
@@ -291,16 +313,16 @@ LayerActivations activationsOf(const ForwardTrace &trace, RematKind remat,
 LayerActivationBytes mlir::parc::estimateLayerActivations(
     NNModuleOp layer, RematKind remat, int64_t batch, int64_t tokens,
     int64_t elementBytes, TpPlan tp, KernelProfile kernels) {
-  ForwardTrace trace =
-      ForwardTracer(batch, tokens, /*stopAtLayers=*/false, tp, kernels,
-                    elementBytes)
-          .trace(layer.getForward());
+  ForwardTrace trace = ForwardTracer(batch, tokens, /*stopAtLayers=*/false, tp,
+                                     kernels, elementBytes)
+                           .trace(layer.getForward());
   LayerActivations acts = activationsOf(trace, remat, elementBytes);
   return {acts.saved, acts.recomputed, acts.working};
 }
 
-LossBytes mlir::parc::getLossBytes(ModelOp model, int64_t batch, int64_t seq, TpPlan tp,
-                       KernelProfile kernels, int64_t computeBytes) {
+LossBytes mlir::parc::getLossBytes(ModelOp model, int64_t batch, int64_t seq,
+                                   TpPlan tp, KernelProfile kernels,
+                                   int64_t computeBytes) {
   ForwardTrace rootTrace =
       ForwardTracer(batch, seq, /*stopAtLayers=*/true, tp, kernels,
                     computeBytes)
@@ -311,8 +333,9 @@ LossBytes mlir::parc::getLossBytes(ModelOp model, int64_t batch, int64_t seq, Tp
   // the root's other saved tensors (the final norm's input, lm_head's) are
   // held where the loss is, on the last stage.
   int64_t logits = loss.logits = rootTrace.logitsElements;
-  loss.rootSaved = activationsOf(rootTrace, RematKind::None, computeBytes).saved -
-                   rootTrace.softcapElements * computeBytes;
+  loss.rootSaved =
+      activationsOf(rootTrace, RematKind::None, computeBytes).saved -
+      rootTrace.softcapElements * computeBytes;
   // Logits, softcap output and the fp32 log-softmax the loss keeps.
   loss.kept = logits * (computeBytes * (1 + rootTrace.softcaps) + 4);
   // The fp32 logit gradients its backward holds beside what it keeps.

@@ -40,9 +40,10 @@ LogicalResult checkOptions(ModelOp model, const CostOptions &options,
     return mlir::emitError(model->getLoc())
            << "estimate-cost needs positive seq, mbs and gradient "
               "accumulation";
-  if (!(options.computeEfficiency > 0 && options.computeEfficiency <= 1))
+  if (!(options.computeEfficiency >= 0 && options.computeEfficiency <= 1))
     return mlir::emitError(model->getLoc())
-           << "estimate-cost needs a compute efficiency in (0, 1], got "
+           << "estimate-cost needs a compute efficiency in (0, 1] (or 0 for "
+              "the hardware profile's), got "
            << options.computeEfficiency;
   if (hardware.bf16Flops <= 0 || hardware.memoryBandwidth <= 0 ||
       hardware.intraNodeBandwidth <= 0 || hardware.interNodeBandwidth <= 0)
@@ -59,6 +60,8 @@ CostReport describeLayout(ModelOp model, const HardwareProfile &hardware,
   CostReport report;
   report.hardware = hardware;
   report.options = options;
+  if (options.computeEfficiency == 0)
+    report.options.computeEfficiency = hardware.computeEfficiency;
   report.options.seqLen = set.seq;
   report.options.microBatch = set.batch;
   report.options.gradAccumulation =

@@ -136,8 +136,7 @@ private:
   static bool isTrainable(ParamOp param) { return param && !isFrozen(param); }
 
   SmallVector<Tensor> traceOp(Operation &op, ArrayRef<Tensor> operands) {
-    ParamOp weight =
-        lookupParam(op, op.getAttrOfType<SymbolRefAttr>("weight"));
+    ParamOp weight = lookupParam(op, op.getAttrOfType<SymbolRefAttr>("weight"));
     ParamOp bias = lookupParam(op, op.getAttrOfType<SymbolRefAttr>("bias"));
     bool weightGrad = isTrainable(weight);
     bool biasGrad = isTrainable(bias);
@@ -168,7 +167,8 @@ private:
     result.matmulForward += flops.matmul;
     result.attentionForward += flops.attention;
     if (remat == RematKind::Full ||
-        (remat == RematKind::Selective && op.hasAttr("parc.recompute")))
+        (remat == RematKind::Selective && op.hasAttr("parc.recompute")) ||
+        (remat == RematKind::Op && !op.hasAttr(kRematSaveAttrName)))
       result.recompute += flops.forward;
     return results;
   }
@@ -191,8 +191,8 @@ FlopCount mlir::parc::countLayerFlops(NNModuleOp layer, RematKind remat,
 RootFlops mlir::parc::countRootFlops(ModelOp model, int64_t batch,
                                      int64_t tokens) {
   RootFlops flops;
-  auto forward =
-      dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward"));
+  auto forward = dyn_cast_or_null<func::FuncOp>(
+      SymbolTable::lookupSymbolIn(model, "forward"));
   if (!forward)
     return flops;
   FlopTracer tracer(batch, tokens, /*stopAtLayers=*/true, RematKind::None);

@@ -177,6 +177,7 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
       "inter_node_bandwidth_bytes_per_s",
       "gpus_per_node",
       "fixed_overhead_bytes",
+      "compute_efficiency",
       "attention_kernel",
       "norm_kernel",
       "loss_kernel",
@@ -202,6 +203,7 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
   readNumber("inter_node_bandwidth_bytes_per_s", profile.interNodeBandwidth);
   readInteger("gpus_per_node", profile.gpusPerNode);
   readInteger("fixed_overhead_bytes", profile.fixedOverheadBytes);
+  readNumber("compute_efficiency", profile.computeEfficiency);
   readStrings("sources", profile.sources);
   readChoice("attention_kernel", "flash", profile.kernels.eagerAttention);
   readChoice("norm_kernel", "fused", profile.kernels.eagerNorm);
@@ -230,6 +232,10 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
   requirePositive("inter_node_bandwidth_bytes_per_s",
                   profile.interNodeBandwidth);
   requirePositive("gpus_per_node", profile.gpusPerNode);
+  if (!(profile.computeEfficiency > 0 && profile.computeEfficiency <= 1))
+    error("compute_efficiency")
+        << "key 'compute_efficiency' must be in (0, 1], got "
+        << profile.computeEfficiency;
   if (profile.fixedOverheadBytes < 0 ||
       profile.fixedOverheadBytes >= profile.memoryBytes)
     error("fixed_overhead_bytes")

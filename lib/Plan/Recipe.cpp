@@ -384,7 +384,7 @@ void RecipeReader::readPositiveList(StringRef key, std::vector<int64_t> &out) {
 
 void RecipeReader::readRemat(StringRef key, std::string &out) {
   std::optional<std::string> text =
-      scalar(key, "one of full, selective, every:N, budget, none");
+      scalar(key, "one of full, selective, every:N, budget, op, none");
   if (!text)
     return;
   // apply-remat's own reading of the recipe's spelling, normalised.
@@ -395,7 +395,7 @@ void RecipeReader::readRemat(StringRef key, std::string &out) {
   }
   error(*lookup(key)) << "key '" << key
                       << "' must be one of full, selective, every:N (N > 0), "
-                         "budget, none, got '"
+                         "budget, op, none, got '"
                       << *text << "'";
 }
 

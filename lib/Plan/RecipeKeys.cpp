@@ -89,8 +89,8 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Vocab-parallel loss with TP: true or false (default false)"},
     {"parallel.remat", "remat", false, "mode",
      "Activation remat: full, selective, every:N, budget (per layer, the "
-     "least recompute that fits with remat_margin to spare), none (default "
-     "none)"},
+     "least recompute that fits with remat_margin to spare), op "
+     "(torchtitan's op-level selective policy), none (default none)"},
     {"parallel.remat_margin", "remat-margin", false, "x",
      "remat budget: the fraction of device memory left free, 0 to 0.5 "
      "(default 0.05)"},

@@ -687,12 +687,9 @@ void TorchtitanJob::translateRemat() {
   }
   Location optionAt = option ? loc(option) : at;
   if (optionName == "op") {
-    emitWarning(optionAt)
-        << "torchtitan job: selective_ac_option 'op' is planned with parc's "
-           "selective policy, which saves every matmul output (torchtitan's "
-           "op policy recomputes every second one): the saved activations "
-           "are an upper bound";
-    set("parallel.remat", "selective", optionAt);
+    // torchtitan's op policy: parc's remat op marks its save list (apply-remat
+    // mode=op).
+    set("parallel.remat", "op", optionAt);
     return;
   }
   int64_t every;

@@ -1,8 +1,9 @@
 //===- ApplyRemat.cpp - decide activation rematerialisation per layer -----===//
 //
 // Records for every discovered layer in scope whether backward recomputes it
-// (`parc.remat` = "full" | "selective") and, for selective remat, which ops
-// recompute (`parc.recompute`); under a budget, which of the two (or none)
+// (`parc.remat` = "full" | "selective" | "op"), for selective remat which ops
+// recompute (`parc.recompute`), for torchtitan's op policy which outputs are
+// kept (`parc.remat_save`); under a budget, which of the two (or none)
 // each layer gets, by the exact search of Analysis/RematBudget. The memory
 // replay and the runtime read these decisions; nothing is decided at run time.
 // Remat with no layer in scope is the silent no-op this pass exists to refuse.
@@ -10,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "parc/Analysis/FlopCount.h"
+#include "parc/Analysis/ForwardWalk.h"
 #include "parc/Analysis/Frozen.h"
 #include "parc/Analysis/HardwareProfile.h"
 #include "parc/Analysis/LayerStacks.h"
@@ -62,6 +64,37 @@ void markSelective(NNModuleOp layer) {
   });
 }
 
+/// Marks what torchtitan's op-level policy keeps of one call of the layer:
+/// the outputs of its attention and of its 1st, 3rd, 5th, ... `aten.mm`,
+/// counted in execution order through the modules it calls (the policy's
+/// per-call mm counter).
+class SaveListMarker : public ForwardWalker<SaveListMarker, char> {
+public:
+  SaveListMarker() : ForwardWalker(/*stopAtLayers=*/false) {}
+
+  void mark(NNModuleOp layer) {
+    SmallVector<char> args(layer.getForward().getNumArguments(), 0);
+    walk(layer.getForward(), args);
+  }
+
+  SmallVector<char> visitOp(Operation &op, ArrayRef<char>) {
+    auto autograd = dyn_cast<AutogradOpInterface>(op);
+    SaveListClass kind =
+        autograd ? autograd.getSaveListClass() : SaveListClass::Other;
+    if (kind == SaveListClass::Attention ||
+        (kind == SaveListClass::Matmul && ++matmuls % 2 == 1))
+      op.setAttr(kRematSaveAttrName, UnitAttr::get(op.getContext()));
+    return SmallVector<char>(op.getNumResults(), 0);
+  }
+
+  SmallVector<char> visitOpaqueCall(CallOp call, NNModuleOp, ArrayRef<char>) {
+    return SmallVector<char>(call->getNumResults(), 0);
+  }
+
+private:
+  int64_t matmuls = 0;
+};
+
 void unmarkSelective(NNModuleOp layer) {
   layer.walk([&](AutogradOpInterface op) { op->removeAttr("parc.recompute"); });
 }
@@ -74,6 +107,8 @@ void setRemat(NNModuleOp layer, RematKind kind) {
   layer->setAttr(kRematAttrName, RematKindAttr::get(layer.getContext(), kind));
   if (kind == RematKind::Selective)
     markSelective(layer);
+  if (kind == RematKind::Op)
+    SaveListMarker().mark(layer);
 }
 
 struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
@@ -119,7 +154,9 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
             (mode == RematMode::Every && (int64_t(index) + 1) % every == 0);
         if (mode == RematMode::Every && !isFull)
           continue;
-        setRemat(layer, isFull ? RematKind::Full : RematKind::Selective);
+        setRemat(layer, mode == RematMode::Op ? RematKind::Op
+                        : isFull              ? RematKind::Full
+                                              : RematKind::Selective);
         ++wrappedHere;
       }
       wrapped += wrappedHere;
@@ -267,7 +304,7 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
 bool setRematMode(ApplyRematOptions &options, StringRef text) {
   options.every = 0;
   for (RematMode mode : {RematMode::None, RematMode::Full, RematMode::Selective,
-                         RematMode::Budget})
+                         RematMode::Budget, RematMode::Op})
     if (text == getRematModeName(mode, 0)) {
       options.mode = mode;
       return true;
@@ -293,6 +330,8 @@ std::string getRematModeName(RematMode mode, int64_t every) {
     return "every:" + std::to_string(every);
   case RematMode::Budget:
     return "budget";
+  case RematMode::Op:
+    return "op";
   }
   llvm_unreachable("unknown remat mode");
 }

@@ -45,8 +45,7 @@ public:
                 Location loc)
       : plan(plan), stage(stage), b(builder), loc(loc),
         headForward(plan.headForward), headBackward(plan.headBackward),
-        mem(plan.memory[stage]),
-        accumulate(plan.microBatches > 1) {
+        mem(plan.memory[stage]), accumulate(plan.microBatches > 1) {
     MLIRContext *ctx = b.getContext();
     axes = DenseI16ArrayAttr::get(ctx, {0});
     axisZero = b.getIndexAttr(0);
@@ -75,10 +74,9 @@ public:
          llvm::concat<UnitState>(llvm::MutableArrayRef(&root, 1), units)) {
       if (plan.shards > 1 || unit.part->compute != unit.part->master)
         if (unit.part->gatherElements > 0)
-          unit.shard = buffer(BufferKind::ParamShard, unit.part->path,
-                              std::nullopt,
-                              unit.part->gatherElements / plan.shards,
-                              unit.part->compute);
+          unit.shard = buffer(
+              BufferKind::ParamShard, unit.part->path, std::nullopt,
+              unit.part->gatherElements / plan.shards, unit.part->compute);
     }
     for (const PipelineStep &step : plan.steps[stage]) {
       SmallVector<size_t> chunk;
@@ -133,8 +131,8 @@ private:
     unit.holds = true;
     if (!unit.shard)
       return;
-    auto type = RankedTensorType::get({unit.part->gatherElements},
-                                      unit.part->compute);
+    auto type =
+        RankedTensorType::get({unit.part->gatherElements}, unit.part->compute);
     unit.gathered = shard::AllGatherOp::create(b, loc, type, fsdpGrid, axes,
                                                unit.shard, axisZero);
     unit.waited = false;
@@ -206,8 +204,7 @@ private:
                     int64_t gradients) {
     if (!working && !logits && !saved && !gradients)
       return {};
-    return StepPeakAttr::get(b.getContext(), working, logits, saved,
-                             gradients);
+    return StepPeakAttr::get(b.getContext(), working, logits, saved, gradients);
   }
 
   /// `bytes` the preceding compute step leaves (nothing for none).
@@ -215,10 +212,10 @@ private:
               int64_t bytes) {
     if (bytes <= 0)
       return {};
-    return AllocOp::create(
-        b, loc, RankedTensorType::get({bytes}, b.getIntegerType(8)),
-        AllocKindAttr::get(b.getContext(), kind), b.getStringAttr(of),
-        microBatchAttr(mb));
+    return AllocOp::create(b, loc,
+                           RankedTensorType::get({bytes}, b.getIntegerType(8)),
+                           AllocKindAttr::get(b.getContext(), kind),
+                           b.getStringAttr(of), microBatchAttr(mb));
   }
 
   /// What the root's gradients add when a backward first produces them
@@ -246,9 +243,9 @@ private:
     }
     rootAddedAt = mb;
     rootHeld = true;
-    if (Value grads = alloc(AllocKind::Gradients, "", mb,
-                            mem.root.unshardedGradients -
-                                mem.lateRootGradients))
+    if (Value grads =
+            alloc(AllocKind::Gradients, "", mb,
+                  mem.root.unshardedGradients - mem.lateRootGradients))
       rootGradients.push_back(grads);
     if (accumulate && !rootShards && !defers(root)) {
       rootShards = true;
@@ -354,8 +351,8 @@ private:
     landScatter();
     Value grad = buffer(BufferKind::Gradient, unit.part->path, mb,
                         unit.part->gradElements, unit.part->reduce);
-    auto type = RankedTensorType::get(
-        {unit.part->gradElements / plan.shards}, unit.part->reduce);
+    auto type = RankedTensorType::get({unit.part->gradElements / plan.shards},
+                                      unit.part->reduce);
     unit.reducedGrad = shard::ReduceScatterOp::create(
         b, loc, type, fsdpGrid, axes, grad,
         shard::ReductionKindAttr::get(b.getContext(),
@@ -414,8 +411,7 @@ private:
       case CollectiveKind::ReduceScatter: {
         Value in = buffer(kind, of, mb, whole, c.element);
         shard::ReduceScatterOp::create(
-            b, loc, RankedTensorType::get({part}, c.element), tpGrid, axes,
-            in,
+            b, loc, RankedTensorType::get({part}, c.element), tpGrid, axes, in,
             shard::ReductionKindAttr::get(b.getContext(),
                                           shard::ReductionKind::Sum),
             axisZero);
@@ -429,9 +425,9 @@ private:
   /// with the neighbouring virtual stage.
   void transfer(bool send, bool gradient, int64_t peer, StringRef of,
                 int64_t mb) {
-    Value in = buffer(gradient ? BufferKind::ActivationGrad
-                               : BufferKind::Activation,
-                      of, mb, plan.boundaryElements, plan.compute);
+    Value in =
+        buffer(gradient ? BufferKind::ActivationGrad : BufferKind::Activation,
+               of, mb, plan.boundaryElements, plan.compute);
     auto dest = DenseI64ArrayAttr::get(b.getContext(), {peer});
     if (send)
       shard::SendOp::create(b, loc, in.getType(), ppGrid, axes, in, dest,
@@ -547,8 +543,8 @@ private:
           lmHeadLogits + lmHeadGrads + lmHeadWorking > lossGrads
               ? peak(lmHeadWorking, lmHeadLogits, 0, lmHeadGrads)
               : peak(0, lossGrads, 0, 0);
-      BackwardStepOp::create(b, loc, rootPath, tailPart, mbAttr,
-                             IntegerAttr(), highest);
+      BackwardStepOp::create(b, loc, rootPath, tailPart, mbAttr, IntegerAttr(),
+                             highest);
       tpCollectives(ArrayRef(plan.rootTp.backward).drop_front(headBackward),
                     true, "", mb, plan.seq);
       holdRoot(mb);
@@ -572,16 +568,16 @@ private:
                                 RematKindAttr::get(b.getContext(), layer.remat),
                                 b.getI64IntegerAttr(layer.recomputedBytes));
       // A full recompute reruns the forward's TP collectives (selective
-      // remat recomputes no op that communicates).
-      if (layer.remat == RematKind::Full)
+      // remat recomputes no op that communicates; the op policy's rerun is
+      // counted with all of them, those of the linears it keeps included).
+      if (layer.remat == RematKind::Full || layer.remat == RematKind::Op)
         tpCollectives(layer.tp.forward, false, layer.path.getValue(), mb,
                       layer.tokens);
       settle();
       // The rebuilt activations (the recompute's bytes) join its peak; its
       // gradients appear as it frees its saved activations.
       const UnitFootprint *fp = footprint(unit);
-      int64_t accumulating =
-          accumulate && fp ? fp->accumulationTransient : 0;
+      int64_t accumulating = accumulate && fp ? fp->accumulationTransient : 0;
       BackwardStepOp::create(
           b, loc, layer.path, StringAttr(), mbAttr, chunkA,
           peak(layer.workingBytes + accumulating, 0, 0, rootHoldBytes()));
@@ -602,8 +598,7 @@ private:
       settle();
       // The embedding's backward, the last of the step: its gradient joins
       // the root's.
-      BackwardStepOp::create(b, loc, rootPath, headPart, mbAttr,
-                             IntegerAttr(),
+      BackwardStepOp::create(b, loc, rootPath, headPart, mbAttr, IntegerAttr(),
                              peak(0, 0, 0, rootHoldBytes() + lateBytes()));
       holdRoot(mb);
       holdLate(mb);
@@ -639,23 +634,22 @@ private:
         continue;
       Value grad = buffer(BufferKind::Gradient, copy.path, std::nullopt,
                           copy.gradElements / plan.shards, plan.reduce);
-      auto op = shard::AllReduceOp::create(b, loc, grad.getType(), ppGrid,
-                                           axes, grad);
-      op->setAttr("parc.group", DenseI64ArrayAttr::get(b.getContext(),
-                                                       copy.stages));
+      auto op = shard::AllReduceOp::create(b, loc, grad.getType(), ppGrid, axes,
+                                           grad);
+      op->setAttr("parc.group",
+                  DenseI64ArrayAttr::get(b.getContext(), copy.stages));
     }
     // Data-parallel replicas add their (sharded) gradients.
     int64_t params = 0;
-    for (UnitState &unit : llvm::concat<UnitState>(
-             llvm::MutableArrayRef(&root, 1), units)) {
+    for (UnitState &unit :
+         llvm::concat<UnitState>(llvm::MutableArrayRef(&root, 1), units)) {
       params += unit.part->gradElements / plan.shards;
       if (plan.dpSize == 1 || unit.part->gradElements == 0)
         continue;
       Value grad = unit.reducedGrad;
       if (!grad)
         grad = buffer(BufferKind::Gradient, unit.part->path, std::nullopt,
-                      unit.part->gradElements / plan.shards,
-                      unit.part->reduce);
+                      unit.part->gradElements / plan.shards, unit.part->reduce);
       shard::AllReduceOp::create(b, loc, grad.getType(), dpGrid, axes, grad);
     }
     if (plan.maxNorm > 0)
@@ -709,10 +703,9 @@ LogicalResult lowerModel(ModelOp model, const LowerToScheduleOptions &options) {
     return mlir::emitError(model->getLoc())
            << "lower-to-schedule: max-norm must be >= 0 (0: no clipping), got "
            << options.maxNorm;
-  FailureOr<SchedulePlan> plan =
-      readSchedulePlan(model, options.seqLen, options.microBatch,
-                       options.gradAccumulation, options.imageTokens,
-                       hardware->kernels);
+  FailureOr<SchedulePlan> plan = readSchedulePlan(
+      model, options.seqLen, options.microBatch, options.gradAccumulation,
+      options.imageTokens, hardware->kernels);
   if (failed(plan))
     return failure();
   plan->maxNorm = options.maxNorm;

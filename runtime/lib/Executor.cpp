@@ -343,6 +343,12 @@ static bool checkCompiledOp(const CompiledOp &op, const std::string &where,
     error = where + ": op '" + op.name + "' has no weight";
     return false;
   }
+  if (op.rematSave && (op.kind == OpKind::Call || op.results.size() != 1)) {
+    error = where + ": op '" + op.name +
+            "' is marked parc.remat_save but is not one kernel with one "
+            "result";
+    return false;
+  }
   return true;
 }
 
@@ -395,6 +401,8 @@ bool Executor::readOpAttrs(const plan::ForwardOp &entry,
         op.theta = attr->float_value();
       else if (name == "parc.recompute")
         op.recompute = true;
+      else if (name == "parc.remat_save")
+        op.rematSave = true;
       else if (name == "kind" && op.kind == OpKind::Activation) {
         static const std::map<int64_t, Activation> acts = {
             {0, Activation::Silu},

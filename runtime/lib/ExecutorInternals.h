@@ -56,6 +56,8 @@ struct CompiledOp {
   double ropeFactor = 1, lowFreqFactor = 1, highFreqFactor = 4;
   int64_t originalMaxPositions = 8192;
   bool recompute = false;
+  /// parc.remat_save: remat "op" keeps this op's output from the forward.
+  bool rematSave = false;
   /// Tensor parallel (docs/runtime.md): a column-parallel or vocab linear
   /// takes its replicated input through TpCopy (identity forward, all-reduce
   /// backward); a row-parallel linear and a vocab embedding all-reduce their
@@ -138,6 +140,8 @@ struct Executor::Interpreter {
     /// Whether its ops read parameters of the root unit.
     bool usesRoot = false;
     bool fullRemat = false;
+    /// Remat "op": a full rerun that takes the save list's outputs back.
+    bool keepsSaveList = false;
     int stage = 0;
     std::vector<const Pipeline::Step *> ops;
     /// Values read from other segments (0 and 1: ids and labels) and values
@@ -166,6 +170,7 @@ struct Executor::Interpreter {
   /// A segment's micro-batch between its forward and its backward.
   struct Flight {
     std::vector<at::Tensor> inputs, outputs;
+    Executor::KeptOutputs kept;
   };
   /// What crossed a pipeline boundary in one micro-batch: enough to
   /// receive or send the gradients that go back.
@@ -267,12 +272,11 @@ void clearRecomputeRegions();
 
 /// Tags of one pipeline message: virtual boundary, micro-batch, direction,
 /// the value's place in the boundary's list, header or data.
-inline int pipelineTag(int boundary, int64_t micro, bool backward, size_t index) {
-  return int((((boundary * 1024 + micro) * 2 + (backward ? 1 : 0)) * 256 +
-              index) *
-             2);
+inline int pipelineTag(int boundary, int64_t micro, bool backward,
+                       size_t index) {
+  return int(
+      (((boundary * 1024 + micro) * 2 + (backward ? 1 : 0)) * 256 + index) * 2);
 }
-
 
 } // namespace parc::runtime
 

@@ -1,4 +1,5 @@
-//===- Forward.cpp - a compiled forward on ATen, with TP and remat ---------===//
+//===- Forward.cpp - a compiled forward on ATen, with TP and remat
+//---------===//
 //
 // The forward ops of plan.bin become ATen calls; autograd builds the
 // backward of each segment the program runs (Interpreter.cpp). Custom
@@ -28,7 +29,8 @@ using torch::autograd::variable_list;
 namespace {
 
 int64_t intPtr(void *p) { return reinterpret_cast<int64_t>(p); }
-template <typename T> T *fromInt(int64_t v) {
+template <typename T>
+T *fromInt(int64_t v) {
   return reinterpret_cast<T *>(v);
 }
 
@@ -85,8 +87,7 @@ struct TpGatherVocab : torch::autograd::Function<TpGatherVocab> {
     shape.insert(shape.begin(), tp.size());
     std::vector<int64_t> out = x.sizes().vec();
     out.back() = tp.size() * local;
-    return buffer.view(shape).movedim(0, -2).reshape(out).narrow(-1, 0,
-                                                                  vocab);
+    return buffer.view(shape).movedim(0, -2).reshape(out).narrow(-1, 0, vocab);
   }
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
     auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
@@ -99,7 +100,8 @@ struct TpGatherVocab : torch::autograd::Function<TpGatherVocab> {
     at::Tensor mine = at::zeros(shape, grad.options());
     int64_t end = std::min(begin + local, vocab);
     if (end > begin)
-      mine.narrow(-1, 0, end - begin).copy_(grad.narrow(-1, begin, end - begin));
+      mine.narrow(-1, 0, end - begin)
+          .copy_(grad.narrow(-1, begin, end - begin));
     return {mine, at::Tensor(), at::Tensor()};
   }
 };
@@ -120,7 +122,8 @@ at::Tensor gatherSequence(Collectives &tp, const at::Tensor &x) {
 at::Tensor scatterSequence(Collectives &tp, const at::Tensor &x,
                            const std::string &module) {
   if (x.size(1) % tp.size())
-    throw std::runtime_error("forward of '" + module + "': sequence parallel "
+    throw std::runtime_error("forward of '" + module +
+                             "': sequence parallel "
                              "splits the sequence of " +
                              std::to_string(x.size(1)) + " tokens over " +
                              std::to_string(tp.size()) +
@@ -207,8 +210,8 @@ struct VocabParallelLoss : torch::autograd::Function<VocabParallelLoss> {
 
 /// What a Recompute checkpoint re-runs: a group of ops marked
 /// parc.recompute (selective remat) whose inputs are the group's inputs
-/// followed by each member's weight and bias. Layers with remat "full" are the program's
-/// recompute steps (Interpreter.cpp).
+/// followed by each member's weight and bias. Layers with remat "full" are the
+/// program's recompute steps (Interpreter.cpp).
 struct RecomputeRegion {
   Executor *exec = nullptr;
   const CompiledForward *fwd = nullptr;
@@ -286,6 +289,84 @@ struct Recompute : torch::autograd::Function<Recompute> {
   }
 };
 
+/// A kept op of remat "op" in backward's rerun: its output is the one the
+/// forward kept; its inputs (the rerun's tensors, its weight and bias) are
+/// saved for its backward, which is the op's own: a linear's two matmuls, or
+/// for any other op (attention, a linear that communicates) its forward
+/// replayed under autograd, as flash attention's backward recomputes its
+/// probabilities.
+struct KeptOutput : torch::autograd::Function<KeptOutput> {
+  static variable_list forward(AutogradContext *ctx, at::TensorList inputs,
+                               at::Tensor kept, int64_t executor,
+                               int64_t compiledOp) {
+    ctx->saved_data["executor"] = executor;
+    ctx->saved_data["op"] = compiledOp;
+    ctx->save_for_backward(inputs.vec());
+    return {kept};
+  }
+
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto *exec = fromInt<Executor>(ctx->saved_data["executor"].toInt());
+    const auto &op = *fromInt<const CompiledOp>(ctx->saved_data["op"].toInt());
+    variable_list saved = ctx->get_saved_variables();
+    variable_list result(saved.size());
+    size_t operands = op.operands.size();
+    at::Tensor weight = op.weight >= 0 ? saved[operands] : at::Tensor();
+    at::Tensor bias =
+        op.bias >= 0 ? saved[operands + (op.weight >= 0)] : at::Tensor();
+    bool plainLinear =
+        op.kind == OpKind::Linear && operands == 1 && weight.defined() &&
+        !op.tpCopyInput && !op.seqGatherInput && !op.seqScatterOutput &&
+        !op.tpReduceOutput &&
+        std::none_of(op.gatherOperand.begin(), op.gatherOperand.end(),
+                     [](bool gather) { return gather; });
+    if (grads[0].defined() && plainLinear) {
+      const at::Tensor &g = grads[0];
+      at::Tensor rows = g.reshape({-1, weight.size(0)});
+      if (saved[0].requires_grad())
+        result[0] = g.matmul(weight);
+      if (weight.requires_grad())
+        result[1] = rows.t()
+                        .mm(saved[0].reshape({-1, weight.size(1)}))
+                        .to(weight.scalar_type());
+      if (bias.defined() && bias.requires_grad())
+        result[2] = rows.sum(0).to(bias.scalar_type());
+    } else if (grads[0].defined()) {
+      variable_list leaves;
+      for (const at::Tensor &t : saved)
+        leaves.push_back(t.is_floating_point()
+                             ? t.detach().requires_grad_(t.requires_grad())
+                             : t);
+      at::Tensor out;
+      {
+        at::AutoGradMode enable(true);
+        std::vector<at::Tensor> in(leaves.begin(), leaves.begin() + operands);
+        in = exec->gatherVocabOperands(op, std::move(in));
+        out = exec->apply(
+            op, in, op.weight >= 0 ? leaves[operands] : at::Tensor(),
+            op.bias >= 0 ? leaves[operands + (op.weight >= 0)] : at::Tensor());
+      }
+      variable_list wrt;
+      std::vector<size_t> wrtIndex;
+      for (size_t i = 0; i < leaves.size(); ++i)
+        if (leaves[i].requires_grad()) {
+          wrt.push_back(leaves[i]);
+          wrtIndex.push_back(i);
+        }
+      if (out.requires_grad() && !wrt.empty()) {
+        variable_list computed = torch::autograd::grad(
+            {out}, wrt, {grads[0]}, /*retain_graph=*/false,
+            /*create_graph=*/false, /*allow_unused=*/true);
+        for (size_t i = 0; i < wrtIndex.size(); ++i)
+          result[wrtIndex[i]] = computed[i];
+      }
+    }
+    // The kept tensor and the two handles take no gradient.
+    result.resize(saved.size() + 3);
+    return result;
+  }
+};
+
 /// Regions live as long as the executor; the autograd graph points at them.
 std::vector<std::unique_ptr<RecomputeRegion>> &regions() {
   static std::vector<std::unique_ptr<RecomputeRegion>> all;
@@ -303,8 +384,8 @@ void parc::runtime::clearRecomputeRegions() { regions().clear(); }
 void Executor::sendValue(const at::Tensor &value, int peer, int tag) {
   at::Tensor data = value.detach().contiguous();
   if (data.dim() > 7)
-    throw std::runtime_error("PP: cannot send a " +
-                             std::to_string(data.dim()) + "-d value");
+    throw std::runtime_error("PP: cannot send a " + std::to_string(data.dim()) +
+                             "-d value");
   at::Tensor header = at::zeros({10}, at::kLong);
   auto *h = header.data_ptr<int64_t>();
   h[0] = data.dim();
@@ -332,8 +413,9 @@ at::Tensor Executor::recvValue(int peer, int tag) {
 /// A call inside a segment (docs/runtime.md): layers, the FSDP units and
 /// the full-remat regions are the program's steps (Interpreter.cpp), so what
 /// is called here is a plain module of a layer or of the root.
-std::vector<at::Tensor> Executor::callModule(const std::string &callee,
-                                             const std::vector<at::Tensor> &args) {
+std::vector<at::Tensor>
+Executor::callModule(const std::string &callee,
+                     const std::vector<at::Tensor> &args) {
   if (unitByPath.count(callee) || rematByPath.count(callee))
     throw std::runtime_error("'" + callee +
                              "' is an FSDP unit or a remat region called "
@@ -388,8 +470,8 @@ std::vector<at::Tensor> Executor::run(const std::string &module,
     for (size_t i = 0; i < outputs.size(); ++i)
       values[op.results[i]] = std::move(outputs[i]);
     if (memoryProbe && at::GradMode::is_enabled())
-      std::cerr << "  " << module << " " << op.name << " " << op.callee
-                << ": +" << memoryProbe() - before << " bytes\n";
+      std::cerr << "  " << module << " " << op.name << " " << op.callee << ": +"
+                << memoryProbe() - before << " bytes\n";
   }
   std::vector<at::Tensor> results;
   for (int id : fwd.results)
@@ -406,8 +488,28 @@ Executor::gatherVocabOperands(const CompiledOp &op,
   return operands;
 }
 
+at::Tensor Executor::replayKept(const CompiledOp &op,
+                                const std::vector<at::Tensor> &operands) {
+  KeptOutputs &kept = *keptOutputs;
+  if (kept.next >= kept.tensors.size())
+    throw std::runtime_error(
+        "remat op: backward's rerun of '" + op.module + "' reaches '" +
+        op.name + "' after taking back all " +
+        std::to_string(kept.tensors.size()) + " outputs its forward kept");
+  at::Tensor output = kept.tensors[kept.next++];
+  std::vector<at::Tensor> inputs = operands;
+  if (op.weight >= 0)
+    inputs.push_back(param(op.weight, op));
+  if (op.bias >= 0)
+    inputs.push_back(param(op.bias, op));
+  return KeptOutput::apply(at::TensorList(inputs), output, intPtr(this),
+                           intPtr(const_cast<CompiledOp *>(&op)))[0];
+}
+
 std::vector<at::Tensor> Executor::runOp(const CompiledOp &op,
                                         std::vector<at::Tensor> operands) {
+  if (op.rematSave && keptOutputs && keptOutputs->replay)
+    return {replayKept(op, operands)};
   operands = gatherVocabOperands(op, std::move(operands));
   std::vector<at::Tensor> outputs;
   if (op.kind == OpKind::Call) {
@@ -422,6 +524,8 @@ std::vector<at::Tensor> Executor::runOp(const CompiledOp &op,
                              "' produced " + std::to_string(outputs.size()) +
                              " values, the plan expects " +
                              std::to_string(op.results.size()));
+  if (op.rematSave && keptOutputs)
+    keptOutputs->tensors.push_back(outputs[0]);
   return outputs;
 }
 
@@ -445,8 +549,8 @@ at::Tensor Executor::ropeTables(int64_t seq, const CompiledOp &op, bool sine) {
     double lowWavelen = op.originalMaxPositions / op.lowFreqFactor;
     double highWavelen = op.originalMaxPositions / op.highFreqFactor;
     at::Tensor wavelen = 2 * M_PI / invFreq;
-    at::Tensor scaled = at::where(wavelen > lowWavelen,
-                                  invFreq / op.ropeFactor, invFreq);
+    at::Tensor scaled =
+        at::where(wavelen > lowWavelen, invFreq / op.ropeFactor, invFreq);
     at::Tensor smooth = (op.originalMaxPositions / wavelen - op.lowFreqFactor) /
                         (op.highFreqFactor - op.lowFreqFactor);
     at::Tensor smoothed =
@@ -488,8 +592,8 @@ at::Tensor rmsNorm(const CompiledOp &op, const at::Tensor &x,
   at::Tensor xf = x.to(at::kFloat).reshape(grouped);
   at::Tensor normed =
       xf * at::rsqrt(xf.pow(2).mean({-1}, /*keepdim=*/true) + op.eps);
-  at::Tensor scale = op.unitOffset ? weight.to(at::kFloat) + 1.0
-                                   : weight.to(at::kFloat);
+  at::Tensor scale =
+      op.unitOffset ? weight.to(at::kFloat) + 1.0 : weight.to(at::kFloat);
   return (normed * scale).reshape(x.sizes()).to(x.scalar_type());
 }
 
@@ -501,8 +605,8 @@ at::Tensor rotate(const CompiledOp &op, const at::Tensor &x,
   at::Tensor cos = cosTable.to(x.scalar_type());
   at::Tensor sin = sinTable.to(x.scalar_type());
   int64_t half = op.headDim / 2;
-  at::Tensor rotated = at::cat(
-      {-heads.narrow(-1, half, half), heads.narrow(-1, 0, half)}, -1);
+  at::Tensor rotated =
+      at::cat({-heads.narrow(-1, half, half), heads.narrow(-1, 0, half)}, -1);
   return (heads * cos + rotated * sin).view(x.sizes());
 }
 
@@ -520,8 +624,8 @@ at::Tensor attention(const CompiledOp &op, const at::Tensor &q,
         "forward of '" + op.module + "': attention of " +
         std::to_string(op.heads) + " heads / " + std::to_string(op.kvHeads) +
         " KV heads of " + std::to_string(d) + " gets q, k, v of width " +
-        std::to_string(q.size(-1)) + ", " + std::to_string(k.size(-1)) +
-        ", " + std::to_string(v.size(-1)));
+        std::to_string(q.size(-1)) + ", " + std::to_string(k.size(-1)) + ", " +
+        std::to_string(v.size(-1)));
   at::Tensor qh = q.view({b, s, heads, d}).transpose(1, 2);
   at::Tensor kh = k.view({b, s, kvHeads, d}).transpose(1, 2);
   at::Tensor vh = v.view({b, s, kvHeads, d}).transpose(1, 2);
@@ -589,8 +693,9 @@ at::Tensor Executor::apply(const CompiledOp &op,
       return last.second;
     };
     if (op.tpCopyInput)
-      x = shared(tpCopy,
-                 [&](const at::Tensor &t) { return TpCopy::apply(t, intPtr(this)); });
+      x = shared(tpCopy, [&](const at::Tensor &t) {
+        return TpCopy::apply(t, intPtr(this));
+      });
     else if (op.seqGatherInput)
       x = shared(sequenceGather, [&](const at::Tensor &t) {
         return TpGatherSequence::apply(t, intPtr(this));
@@ -606,7 +711,9 @@ at::Tensor Executor::apply(const CompiledOp &op,
               : TpReduce::apply(at::linear(x, weight), intPtr(this));
       return bias.defined() ? out + bias : out;
     }
-    return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+    return at::linear(x, weight,
+                      bias.defined() ? c10::optional<at::Tensor>(bias)
+                                     : c10::nullopt);
   }
   case OpKind::Matmul:
     return at::matmul(in[0], weight);
@@ -614,7 +721,9 @@ at::Tensor Executor::apply(const CompiledOp &op,
     return rmsNorm(op, in[0], weight);
   case OpKind::LayerNorm:
     return at::layer_norm(in[0], {weight.numel()}, weight,
-                          bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt, op.eps);
+                          bias.defined() ? c10::optional<at::Tensor>(bias)
+                                         : c10::nullopt,
+                          op.eps);
   case OpKind::Rope: {
     int64_t seq = in[0].size(1);
     at::Tensor cos = ropeTables(seq, op, false);

@@ -71,8 +71,10 @@ bool Executor::Interpreter::build(std::string &error) {
       auto unit = exec.unitByPath.find(op.callee);
       seg->unit = unit == exec.unitByPath.end() ? -1 : unit->second;
       auto remat = exec.rematByPath.find(op.callee);
-      seg->fullRemat =
-          remat != exec.rematByPath.end() && remat->second == "full";
+      seg->keepsSaveList =
+          remat != exec.rematByPath.end() && remat->second == "op";
+      seg->fullRemat = seg->keepsSaveList || (remat != exec.rematByPath.end() &&
+                                              remat->second == "full");
       for (int slot : exec.moduleSlots(op.callee))
         seg->usesRoot |= exec.paramSlots[slot].unit == rootUnit;
     } else if (i == lastLayer + 1) {
@@ -224,11 +226,11 @@ void Executor::Interpreter::bind(size_t index, const Segment &seg,
         for (int s : unit.slots) {
           ParamSlot &slot = exec.paramSlots[s];
           // One shard: the fp32 master is the compute tensor.
-          binding.leaves.push_back(
-              unit.compute == at::kFloat
-                  ? slot.master
-                  : slot.master.detach().to(unit.compute).requires_grad_(
-                        !slot.frozen));
+          binding.leaves.push_back(unit.compute == at::kFloat
+                                       ? slot.master
+                                       : slot.master.detach()
+                                             .to(unit.compute)
+                                             .requires_grad_(!slot.frozen));
         }
       }
     }
@@ -315,7 +317,10 @@ void Executor::Interpreter::forward(size_t index, int s, int64_t micro) {
         anyGrad |= !exec.paramSlots[slot].frozen;
     {
       at::NoGradGuard noGrad;
+      flight.kept = {};
+      exec.keptOutputs = seg.keepsSaveList ? &flight.kept : nullptr;
       outputs = compute(seg, inputs);
+      exec.keptOutputs = nullptr;
     }
     for (at::Tensor &out : outputs)
       if (anyGrad && out.is_floating_point())
@@ -348,8 +353,18 @@ void Executor::Interpreter::recompute(size_t index, int s, int64_t micro) {
     return; // Selective: the marked ops re-run inside the backward.
   Flight &flight = flights[{s, micro}];
   bind(index, seg, micro, true);
+  flight.kept.next = 0;
+  flight.kept.replay = true;
+  exec.keptOutputs = seg.keepsSaveList ? &flight.kept : nullptr;
   flight.outputs = compute(seg, flight.inputs);
+  exec.keptOutputs = nullptr;
   unbind(seg);
+  if (flight.kept.next != flight.kept.tensors.size())
+    fail(index, "reruns '" + seg.path + "' (micro-batch " +
+                    std::to_string(micro) + ") taking back " +
+                    std::to_string(flight.kept.next) + " of the " +
+                    std::to_string(flight.kept.tensors.size()) +
+                    " outputs its forward kept");
 }
 
 /// Before a backward: when the gather the micro-batch's forward used was
@@ -364,8 +379,8 @@ void Executor::Interpreter::refill(size_t index, int unit, int64_t micro) {
     return;
   auto latest = latestGather.find(unit);
   if (latest == latestGather.end() || !gathers[latest->second].live)
-    fail(index, "runs a backward of FSDP unit '" +
-                    exec.fsdpUnits[unit].name + "' while it is not gathered");
+    fail(index, "runs a backward of FSDP unit '" + exec.fsdpUnits[unit].name +
+                    "' while it is not gathered");
   Gather &now = gathers[latest->second];
   if (!now.landed)
     fail(index, "runs a backward of FSDP unit '" + exec.fsdpUnits[unit].name +
@@ -413,6 +428,7 @@ void Executor::Interpreter::backward(size_t index, int s, int64_t micro) {
       torch::autograd::backward(outs, outGrads);
   }
   flight.outputs.clear();
+  flight.kept = {};
   for (size_t i = 0; i < seg.inputs.size(); ++i) {
     at::Tensor &leaf = flight.inputs[i];
     if (seg.inputs[i] >= 2 && leaf.requires_grad())
@@ -537,8 +553,8 @@ void Executor::Interpreter::sendActivations(size_t index, const Buffer &buffer,
       if (!value.defined())
         fail(index, "sends a value of micro-batch " + std::to_string(micro) +
                         " that this rank has not computed");
-      sent.push_back({value.sizes().vec(), value.options(),
-                      value.requires_grad()});
+      sent.push_back(
+          {value.sizes().vec(), value.options(), value.requires_grad()});
       exec.sendValue(value, peer, pipelineTag(b, micro, false, i));
       consumed(micro, v);
     }
@@ -554,8 +570,8 @@ void Executor::Interpreter::sendActivations(size_t index, const Buffer &buffer,
     if (!m.needsGrad)
       continue;
     at::Tensor &grad = gradsOf(micro)[crossing[i]];
-    at::Tensor out = grad.defined() ? grad.contiguous()
-                                    : at::zeros(m.shape, m.options);
+    at::Tensor out =
+        grad.defined() ? grad.contiguous() : at::zeros(m.shape, m.options);
     exec.ppComm->send(out, peer, pipelineTag(b, micro, true, i));
     grad = at::Tensor();
   }
@@ -571,8 +587,8 @@ void Executor::Interpreter::recvActivations(size_t index, const Buffer &buffer,
     std::vector<Message> &received = receivedAt[{b, micro}];
     for (size_t i = 0; i < crossing.size(); ++i) {
       at::Tensor value = exec.recvValue(peer, pipelineTag(b, micro, false, i));
-      received.push_back({value.sizes().vec(), value.options(),
-                          value.requires_grad()});
+      received.push_back(
+          {value.sizes().vec(), value.options(), value.requires_grad()});
       valuesOf(micro)[crossing[i]] = value;
     }
     return;
@@ -728,8 +744,8 @@ double Executor::Interpreter::run(const plan::Program &program,
         exec.reduceTiedCopy(in.path);
       else if (grid == "dp") {
         if (in.unit < 0)
-          fail(i, "all-reduces '" + in.path +
-                      "' over dp, which is no FSDP unit");
+          fail(i,
+               "all-reduces '" + in.path + "' over dp, which is no FSDP unit");
         exec.reduceReplicas(exec.fsdpUnits[in.unit]);
       }
       // tp: inside the compute step.

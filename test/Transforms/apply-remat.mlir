@@ -9,6 +9,7 @@
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-remat=mode=budget budget=60000 seq=64 mbs=2" 2>&1 | FileCheck %s --check-prefix=BUDGET-LEAN
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-remat=mode=budget budget=1000 seq=64 mbs=2" 2>&1 | FileCheck %s --check-prefix=BUDGET-OVER
 // RUN: parc-opt %S/Inputs/tiny-4-layers.mlir "--apply-remat=mode=budget budget=100000 seq=64 mbs=2 frozen=model.layers.0" 2>&1 | FileCheck %s --check-prefix=BUDGET-FROZEN
+// RUN: parc-opt %S/Inputs/tiny-4-layers.mlir --apply-remat=mode=op | FileCheck %s --check-prefix=OP
 // RUN: parc-opt %s --apply-remat=mode=full -split-input-file -verify-diagnostics
 
 // Every layer of the stack records its decision; nothing else changes.
@@ -27,6 +28,25 @@
 // SELECTIVE-SAME: -> tensor<?x?x16xf32>
 // SELECTIVE-NEXT: parc.add {{.*}}parc.recompute
 // SELECTIVE: parc.activation silu {{.*}}parc.recompute
+
+// torchtitan's op policy: the layer is rerun in backward except attention
+// and the 1st and 3rd matmul (q and down; up, the 2nd, is rerun), whose
+// outputs are kept. Nothing is marked for selective recompute.
+// OP-COUNT-4: parc.remat = #parc.remat<op>
+// OP-NOT: parc.recompute
+// OP: parc.rms_norm
+// OP-NOT: parc.remat_save
+// OP-SAME: tensor<?x?x16xf32>
+// OP-NEXT: parc.linear {{.*}}@q::@weight {parc.remat_save}
+// OP-NEXT: parc.attention {{.*}}parc.remat_save
+// OP-NEXT: parc.add
+// OP-NOT: parc.remat_save
+// OP-SAME: tensor<?x?x16xf32>
+// OP-NEXT: parc.linear {{.*}}@up::@weight :
+// OP-NEXT: parc.activation silu
+// OP-NOT: parc.remat_save
+// OP-SAME: tensor<?x?x30xf32>
+// OP-NEXT: parc.linear {{.*}}@down::@weight {parc.remat_save}
 
 // mode=every every=2 wraps layers 1 and 3 (the second and fourth).
 // EVERY: parc.module @"0" "Block" composite attributes {parc.layer_index = 0 : i64, parc.stack = "language"}

@@ -52,4 +52,4 @@
 
 // NO-PLAN: error: lower-to-schedule: @tiny has no FSDP plan: run --apply-fsdp first (shards=1 for unsharded parameters)
 // HARDWARE: error: unknown hardware profile 'tpu-v9'
-// HARDWARE-SAME: a100-80gb, b200-192gb, cpu, h100-80gb, h200-141gb
+// HARDWARE-SAME: a100-80gb, b200-192gb, cpu, h100-80gb, h100-96gb-500w, h200-141gb

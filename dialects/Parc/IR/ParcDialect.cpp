@@ -320,6 +320,20 @@ LogicalResult ParcDialect::verifyOperationAttribute(Operation *op,
     return op->emitOpError()
            << "'" << name << "' must be a #parc.remat<...> decision, got "
            << attr.getValue();
+  if (name == kRematSaveAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << name << "' must be a unit attribute, got "
+             << attr.getValue();
+    if (!isa<AutogradOpInterface>(op) || op->getNumResults() == 0)
+      return op->emitOpError()
+             << "'" << name
+             << "' marks an op whose outputs remat keeps; this op has no "
+                "autograd outputs to keep";
+    if (op->hasAttr("parc.recompute"))
+      return op->emitOpError()
+             << "is marked both 'parc.recompute' and '" << name << "'";
+  }
   return success();
 }
 

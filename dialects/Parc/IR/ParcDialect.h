@@ -24,6 +24,10 @@ constexpr llvm::StringLiteral kTpParamAttrName = "parc.tp";
 /// arguments (#parc.tp_shards on the op or the func.func).
 constexpr llvm::StringLiteral kTpShardsAttrName = "parc.tp_shards";
 constexpr llvm::StringLiteral kRematAttrName = "parc.remat";
+/// On an op of a layer with `#parc.remat<op>`: its outputs are kept from the
+/// forward, and backward's rerun of the layer takes them instead of running
+/// the op again.
+constexpr llvm::StringLiteral kRematSaveAttrName = "parc.remat_save";
 constexpr llvm::StringLiteral kTpPaddedDim0AttrName = "parc.tp_padded_dim0";
 constexpr llvm::StringLiteral kPpPlanAttrName = "parc.pp";
 constexpr llvm::StringLiteral kPpStageAttrName = "parc.pp_stage";
@@ -36,7 +40,6 @@ constexpr llvm::StringLiteral kPpTiedCopiesAttrName = "parc.pp_tied_copies";
 constexpr llvm::StringLiteral kStacksAttrName = "parc.stacks";
 constexpr llvm::StringLiteral kStackAttrName = "parc.stack";
 constexpr llvm::StringLiteral kLayerIndexAttrName = "parc.layer_index";
-
 
 /// One step of a stage's pipeline schedule (#parc.pp_steps): the forward or
 /// backward of a micro-batch on one of the stage's model chunks, written

@@ -2,8 +2,9 @@
 //
 // The types the op interfaces of ParcInterfaces.td speak: the query an
 // analysis asks an op's cost with, the FLOPs it answers, the recorder an op
-// tells what its backward saves, and the query of its TP sharding rule. The analyses implement the recorder
-// (tensor identity, TP shards, remat); the ops only say what they keep.
+// tells what its backward saves, and the query of its TP sharding rule. The
+// analyses implement the recorder (tensor identity, TP shards, remat); the ops
+// only say what they keep.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +85,12 @@ inline OpFlops getElementwiseFlops(const FlopQuery &query, double perElement,
   return flops;
 }
 
+/// How a save-list checkpointing policy (torchtitan's `_op_sac_save_list`)
+/// classes an op by the aten kernel it dispatches to: the policy keeps every
+/// second `aten.mm` output of a layer call and every fused attention output,
+/// and recomputes the rest.
+enum class SaveListClass { Other, Matmul, Attention };
+
 /// What an op's backward keeps, told by the op (AutogradOpInterface) to the
 /// analysis that traces the forward. Tensors are the analysis's: an operand
 /// two ops save is counted once, and under TP an operand is this rank's
@@ -136,9 +143,7 @@ public:
   llvm::SmallVector<TpComm> comms;
   std::string refusal;
 
-  bool any(TpShard shard) const {
-    return llvm::is_contained(operands, shard);
-  }
+  bool any(TpShard shard) const { return llvm::is_contained(operands, shard); }
   /// Refuses the split; `why` completes "'<op>' on '<weight>' ...".
   LogicalResult refuse(const llvm::Twine &why) {
     refusal = why.str();

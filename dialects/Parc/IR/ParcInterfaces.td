@@ -63,7 +63,14 @@ def Parc_AutogradOpInterface : OpInterface<"AutogradOpInterface"> {
     InterfaceMethod<[{
         Whether selective remat recomputes this op in backward.
       }],
-      "bool", "isCheapToRecompute", (ins), [{}], [{ return false; }]>
+      "bool", "isCheapToRecompute", (ins), [{}], [{ return false; }]>,
+    InterfaceMethod<[{
+        What torchtitan's op-level checkpointing policy sees this op as:
+        an `aten.mm` (every second one is kept), a fused attention kernel
+        (always kept), or anything else (recomputed).
+      }],
+      "::mlir::parc::SaveListClass", "getSaveListClass", (ins), [{}],
+      [{ return ::mlir::parc::SaveListClass::Other; }]>
   ];
 }
 

@@ -101,6 +101,14 @@ OpFlops PatchEmbeddingOp::getFlops(const FlopQuery &query) {
 /// multiplies).
 void LinearOp::recordSaves(SaveRecorder &saves) { saves.saveOperand(0); }
 void MatmulOp::recordSaves(SaveRecorder &saves) { saves.saveOperand(0); }
+
+/// torch.nn.functional.linear without a bias is a view, `aten.mm` and a view
+/// (so is x @ W); with a bias it is `aten.addmm`, which a save list of mm
+/// does not hold.
+SaveListClass LinearOp::getSaveListClass() {
+  return getBias() ? SaveListClass::Other : SaveListClass::Matmul;
+}
+SaveListClass MatmulOp::getSaveListClass() { return SaveListClass::Matmul; }
 void PatchEmbeddingOp::recordSaves(SaveRecorder &saves) {
   saves.saveOperand(0);
 }
@@ -235,6 +243,12 @@ OpFlops AttentionOp::getFlops(const FlopQuery &query) {
   // dv = p^T do, dp = do v^T, dq = ds k, dk = ds^T q.
   flops.backward = query.inputGrad ? 2 * flops.forward : 0;
   return flops;
+}
+
+/// Scaled dot-product attention (flash, efficient, cuDNN or math) is on
+/// torchtitan's save list whatever the kernel.
+SaveListClass AttentionOp::getSaveListClass() {
+  return SaveListClass::Attention;
 }
 
 void AttentionOp::recordSaves(SaveRecorder &saves) {

@@ -204,7 +204,8 @@ def Parc_LinearOp : Parc_ParamUserOp<"linear", [
     DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
         ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
-    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves",
+        "getSaveListClass"]>]> {
   let summary = "y = x W^T (+ b), as torch.nn.Linear";
   let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
                        OptionalAttr<SymbolRefAttr>:$bias);
@@ -219,7 +220,8 @@ def Parc_MatmulOp : Parc_ParamUserOp<"matmul", [
     DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
         ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
-    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves",
+        "getSaveListClass"]>]> {
   let summary = "y = x W with a raw (in x out) weight parameter";
   let description = [{
     A matrix product with a parameter stored input-major, as Gemma 3's
@@ -327,7 +329,8 @@ def Parc_AttentionOp : Parc_Op<"attention", [
     DeclareOpInterfaceMethods<Parc_TpShardingOpInterface,
         ["inferTpShards"]>,
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
-    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves",
+        "getSaveListClass"]>,
     Pure]> {
   let summary = "Scaled dot-product attention over heads";
   let description = [{

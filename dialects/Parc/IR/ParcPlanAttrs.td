@@ -16,7 +16,8 @@ def Parc_RematKind : I32EnumAttr<"RematKind",
     "activation checkpointing of one layer", [
   I32EnumAttrCase<"None", 0, "none">,
   I32EnumAttrCase<"Selective", 1, "selective">,
-  I32EnumAttrCase<"Full", 2, "full">
+  I32EnumAttrCase<"Full", 2, "full">,
+  I32EnumAttrCase<"Op", 3, "op">
 ]> {
   let cppNamespace = "::mlir::parc";
   let genSpecializedAttr = 0;
@@ -28,7 +29,10 @@ def Parc_RematKindAttr : EnumAttr<Parc_Dialect, Parc_RematKind, "remat"> {
     `parc.remat = #parc.remat<full>` on a layer's `parc.module`: `none` keeps
     everything the forward saves, `selective` recomputes the ops whose
     AutogradOpInterface says they are cheap (and keeps the rest), `full`
-    keeps only the layer's input and reruns its forward in backward.
+    keeps only the layer's input and reruns its forward in backward, and `op`
+    is torchtitan's op-level selective checkpointing: like `full`, but the
+    outputs of the ops marked `parc.remat_save` (every second matmul and
+    attention) are kept from the forward, so the rerun skips them.
   }];
   let assemblyFormat = "`<` $value `>`";
 }

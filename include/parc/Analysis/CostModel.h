@@ -38,8 +38,9 @@ struct CostOptions {
   int64_t imageTokens = 0;
   /// GPUs per node of the cluster; 0 takes the hardware profile's.
   int64_t gpusPerNode = 0;
-  /// The fraction of the dense bf16 peak that compute achieves.
-  double computeEfficiency = 0.6;
+  /// The fraction of the dense bf16 peak that compute achieves; 0 takes the
+  /// hardware profile's `compute_efficiency`.
+  double computeEfficiency = 0;
   /// The two-stream timeline of the programs (the default), or a fixed
   /// fraction of the FSDP communication hidden behind compute.
   CommOverlap overlap;

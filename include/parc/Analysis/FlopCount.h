@@ -24,7 +24,8 @@ struct FlopCount {
   double forward = 0;
   double backward = 0;
   /// The extra forward backward reruns under remat (full: the whole layer;
-  /// selective: the ops marked parc.recompute).
+  /// selective: the ops marked parc.recompute; op: the ops not marked
+  /// parc.remat_save).
   double recompute = 0;
   /// The matmul-like part of `forward` (linear, matmul, patch embedding).
   double matmulForward = 0;
@@ -46,9 +47,8 @@ struct FlopCount {
 /// `remat`. `inputRequiresGrad` is false when
 /// nothing before the layer is trainable (then backward computes no input
 /// gradient for its first ops).
-FlopCount countLayerFlops(NNModuleOp layer, RematKind remat,
-                          int64_t batch, int64_t tokens,
-                          bool inputRequiresGrad = true);
+FlopCount countLayerFlops(NNModuleOp layer, RematKind remat, int64_t batch,
+                          int64_t tokens, bool inputRequiresGrad = true);
 
 /// FLOPs of the root's own ops (the layers stopped at) traced at `batch` x
 /// `tokens`, split at the call of the last layer: `head` before it (the

@@ -33,6 +33,9 @@ struct HardwareProfile {
   /// Memory the framework cannot use for tensors: CUDA context, NCCL
   /// communication buffers, allocator reserve.
   int64_t fixedOverheadBytes = 0;
+  /// The fraction of `bf16Flops` training compute achieves on this part,
+  /// calibrated from published throughput (each profile names its source).
+  double computeEfficiency = 0;
   KernelProfile kernels;
   std::vector<std::string> sources;
 };

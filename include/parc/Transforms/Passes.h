@@ -4,15 +4,15 @@
 #define PARC_TRANSFORMS_PASSES_H
 
 #include "Parc/IR/ParcOps.h"
-#include "parc/Analysis/CommOverlap.h"
-#include "parc/Transforms/StorageDtype.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
+#include "parc/Analysis/CommOverlap.h"
+#include "parc/Transforms/StorageDtype.h"
 
 namespace mlir::parc {
 
 /// What apply-remat decides for the layers in scope.
-enum class RematMode { None, Full, Selective, Every, Budget };
+enum class RematMode { None, Full, Selective, Every, Budget, Op };
 /// The stacks apply-remat decides for.
 enum class RematScope { All, Language, Vision };
 

@@ -78,7 +78,12 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
     matmul and attention outputs and marks `parc.recompute` on the ops whose
     `AutogradOpInterface` says they are cheap to recompute (norms, rope,
     elementwise ops, activations, softcap); `every` (with `every=N`) applies
-    full remat to every N-th layer; `budget` chooses per layer among none, selective and
+    full remat to every N-th layer; `op` is torchtitan's op-level selective
+    checkpointing (its `_op_sac_save_list` and every-second-matmul rule):
+    the layer is rerun in backward, except the outputs of attention and of
+    the 1st, 3rd, 5th, ... bias-free linear of each layer call (aten.mm; a
+    linear with a bias is addmm, which the policy recomputes), which are
+    kept and marked `parc.remat_save`; `budget` chooses per layer among none, selective and
     full the decisions that recompute the fewest FLOPs while the activations
     the step keeps (every layer's saved bytes at the end of forward, and
     during each layer's backward the saved bytes of the layers before it
@@ -105,7 +110,9 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
              clEnumValN(::mlir::parc::RematMode::Every, "every",
                         "full remat on every N-th layer (option every)"),
              clEnumValN(::mlir::parc::RematMode::Budget, "budget",
-                        "per layer, the least recompute within budget"))}]>,
+                        "per layer, the least recompute within budget"),
+             clEnumValN(::mlir::parc::RematMode::Op, "op",
+                        "torchtitan's op-level selective checkpointing"))}]>,
     Option<"every", "every", "int64_t", /*default=*/"0",
            "mode=every: full remat on every N-th layer of a stack">,
     Option<"budget", "budget", "int64_t", /*default=*/"-1",
@@ -248,7 +255,8 @@ def EstimateCost : Pass<"estimate-cost", "::mlir::parc::ModelOp"> {
     Option<"gpusPerNode", "gpus-per-node", "int64_t", /*default=*/"0",
            "GPUs per node (0: the hardware profile's)">,
     Option<"computeEfficiency", "compute-efficiency", "double",
-           /*default=*/"0.6", "Fraction of the dense bf16 peak compute achieves">,
+           /*default=*/"0", "Fraction of the dense bf16 peak compute achieves "
+           "(0: the hardware profile's compute_efficiency)">,
     Option<"overlap", "overlap", "::mlir::parc::CommOverlap",
            /*default=*/"::mlir::parc::CommOverlap()",
            "schedule | none | a fraction in [0, 1] of communication hidden">

@@ -1207,9 +1207,50 @@ parc.model @remat_string class "M" {
 // -----
 
 parc.model @remat_kind class "M" {
-  // expected-error@+2 {{expected ::mlir::parc::RematKind to be one of: none, selective, full}}
+  // expected-error@+2 {{expected ::mlir::parc::RematKind to be one of: none, selective, full, op}}
   // expected-error@+1 {{failed to parse Parc_RematKindAttr parameter 'value'}}
   parc.module @layer "Block" leaf attributes {parc.remat = #parc.remat<sometimes>} {
+  }
+}
+
+// -----
+
+parc.model @remat_save_value class "M" {
+  parc.module @proj "Linear" leaf {
+    parc.param @weight : tensor<8x8xf32>
+  }
+  func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    // expected-error@+1 {{'parc.linear' op 'parc.remat_save' must be a unit attribute, got true}}
+    %y = parc.linear %x, @proj::@weight {parc.remat_save = true} : tensor<?x?x8xf32> -> tensor<?x?x8xf32>
+    return %y : tensor<?x?x8xf32>
+  }
+}
+
+// -----
+
+parc.model @remat_save_call class "M" {
+  parc.module @inner "Block" leaf {
+    func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+      return %x : tensor<?x?x8xf32>
+    }
+  }
+  func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    // expected-error@+1 {{'parc.call' op 'parc.remat_save' marks an op whose outputs remat keeps; this op has no autograd outputs to keep}}
+    %y = parc.call @inner(%x) {parc.remat_save} : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+    return %y : tensor<?x?x8xf32>
+  }
+}
+
+// -----
+
+parc.model @remat_save_recompute class "M" {
+  parc.module @proj "Linear" leaf {
+    parc.param @weight : tensor<8x8xf32>
+  }
+  func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    // expected-error@+1 {{'parc.linear' op is marked both 'parc.recompute' and 'parc.remat_save'}}
+    %y = parc.linear %x, @proj::@weight {parc.recompute, parc.remat_save} : tensor<?x?x8xf32> -> tensor<?x?x8xf32>
+    return %y : tensor<?x?x8xf32>
   }
 }
 

@@ -193,6 +193,21 @@ public:
   const at::Tensor &param(int slot, const CompiledOp &op);
   std::vector<int> moduleSlots(const std::string &module);
 
+  /// Remat "op" (torchtitan's save list): while a layer's forward runs
+  /// without autograd, the outputs of its ops marked parc.remat_save are
+  /// kept here in order; backward's rerun of the layer takes them back in
+  /// the same order instead of running those ops again.
+  struct KeptOutputs {
+    std::vector<at::Tensor> tensors;
+    size_t next = 0;
+    bool replay = false;
+  };
+  KeptOutputs *keptOutputs = nullptr;
+  /// The rerun's stand-in for a kept op: its output from the forward, tied
+  /// into autograd with the op's own backward.
+  at::Tensor replayKept(const CompiledOp &op,
+                        const std::vector<at::Tensor> &operands);
+
   /// When set (PARC_RUN_MEMORY_DEBUG), each forward op prints the live bytes
   /// it adds: what autograd keeps of it, for comparing with the memory model.
   std::function<int64_t()> memoryProbe;
