@@ -1,7 +1,7 @@
 //===- ImportTest.cpp - importHFConfig as a library -----------------------===//
 
-#include "parc/Import/HFConfig.h"
 #include "parc/Analysis/ModelStats.h"
+#include "parc/Import/HFConfig.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "gtest/gtest.h"
@@ -50,7 +50,8 @@ TEST(ImportTest, TinyLlamaHasThePathsAndCountsOfTransformers) {
 
 TEST(ImportTest, RefusalYieldsNoModule) {
   MLIRContext context;
-  context.getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
+  context.getDiagEngine().registerHandler(
+      [](Diagnostic &) { return success(); });
   EXPECT_FALSE(importHFConfig(R"({"model_type": "bert"})", "x.json", &context));
   EXPECT_FALSE(importHFConfig("{", "x.json", &context));
 }

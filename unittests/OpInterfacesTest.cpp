@@ -71,8 +71,8 @@ parc.model @m class "M" attributes {parc.stacks = [#parc.stack<name = "language"
 class OpInterfacesTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    context.loadDialect<ParcDialect, func::FuncDialect,
-                        parc_test::TestDialect>();
+    context
+        .loadDialect<ParcDialect, func::FuncDialect, parc_test::TestDialect>();
     module = parseSourceString<ModuleOp>(kLayer, &context);
     ASSERT_TRUE(module);
     model = *module->getOps<ModelOp>().begin();

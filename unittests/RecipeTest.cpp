@@ -205,9 +205,9 @@ parallel: {remat: every:0, remat_scope: audio}
   EXPECT_TRUE(log.contains("key 'train.seq_len' must be positive, got 0"));
   EXPECT_TRUE(
       log.contains("key 'train.optimizer' must be one of adamw, got 'sgd'"));
-  EXPECT_TRUE(
-      log.contains("key 'parallel.remat' must be one of full, "
-                   "selective, every:N (N > 0), budget, op, none, got 'every:0'"));
+  EXPECT_TRUE(log.contains(
+      "key 'parallel.remat' must be one of full, "
+      "selective, every:N (N > 0), budget, op, none, got 'every:0'"));
   EXPECT_TRUE(log.contains("key 'parallel.remat_scope' must be one of all, "
                            "language, vision, got 'audio'"))
       << log.joined();
@@ -366,7 +366,8 @@ TEST_F(RecipeTest, PipelineFollowsTheRequest) {
   EXPECT_NE(selective.find("discover-layers{stacks={model.layers}}"),
             std::string::npos)
       << selective;
-  EXPECT_NE(selective.find("mode=selective scope=language"), std::string::npos)
+  EXPECT_NE(selective.find("mode=selective norm-kernel=profile scope=language"),
+            std::string::npos)
       << selective;
 }
 

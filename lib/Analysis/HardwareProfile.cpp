@@ -153,8 +153,7 @@ void ProfileReader::readChoice(StringRef key, StringRef fused, bool &eager) {
     eager = *choice == "eager";
     return;
   }
-  error(key) << "key '" << key << "' must be \"" << fused
-             << "\" or \"eager\"";
+  error(key) << "key '" << key << "' must be \"" << fused << "\" or \"eager\"";
 }
 
 FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
@@ -251,9 +250,9 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
 
 } // namespace
 
-FailureOr<HardwareProfile>
-mlir::parc::loadHardwareProfile(StringRef name, StringRef dirOrEmpty,
-                                Location loc) {
+FailureOr<HardwareProfile> mlir::parc::loadHardwareProfile(StringRef name,
+                                                           StringRef dirOrEmpty,
+                                                           Location loc) {
   std::string dir =
       dirOrEmpty.empty() ? getDefaultHardwareDir() : dirOrEmpty.str();
   std::vector<std::string> known = listProfiles(dir);
@@ -280,4 +279,17 @@ mlir::parc::loadHardwareProfile(StringRef name, StringRef dirOrEmpty,
                           << "': " << buffer.getError().message();
   ProfileReader reader(loc.getContext(), path, (*buffer)->getBuffer());
   return reader.read(name);
+}
+
+KernelProfile mlir::parc::chooseKernels(KernelProfile kernels,
+                                        KernelChoice attention,
+                                        KernelChoice norm, KernelChoice loss) {
+  auto apply = [](KernelChoice choice, bool &eager) {
+    if (choice != KernelChoice::Profile)
+      eager = choice == KernelChoice::Eager;
+  };
+  apply(attention, kernels.eagerAttention);
+  apply(norm, kernels.eagerNorm);
+  apply(loss, kernels.eagerLoss);
+  return kernels;
 }

@@ -85,6 +85,17 @@ void mlir::parc::printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
       << (request.frozen.empty() ? std::string("(none)")
                                  : llvm::join(request.frozen, ", "))
       << "\n";
+  // Only the kernels a recipe chose over the hardware profile's.
+  SmallVector<std::string> kernels;
+  for (auto [what, name] :
+       {std::pair<StringRef, StringRef>("attention", request.attentionKernel),
+        {"norm", request.normKernel},
+        {"loss", request.lossKernel}})
+    if (name != "profile")
+      kernels.push_back((what + " " + name).str());
+  if (!kernels.empty())
+    out << "  kernels: " << llvm::join(kernels, ", ")
+        << " (over the hardware profile's)\n";
   if (request.framework != RecipeFramework::Parc) {
     out << "  recipe: " << getRecipeFrameworkName(request.framework)
         << " job, its policies: " << (request.reshardAfterForward ? "" : "no ")
@@ -182,6 +193,9 @@ void writePlan(llvm::json::OStream &j, const PlanRequest &request,
   j.attribute("loss_parallel", request.lossParallel);
   j.attribute("fsdp_reshard_after_forward", request.reshardAfterForward);
   j.attribute("fsdp_grad_sync", request.fsdpGradSync);
+  j.attribute("attention_kernel", request.attentionKernel);
+  j.attribute("norm_kernel", request.normKernel);
+  j.attribute("loss_kernel", request.lossKernel);
   j.attributeArray("ignored_keys", [&] {
     for (const std::string &key : request.ignoredKeys)
       j.value(key);

@@ -47,6 +47,14 @@
 using namespace mlir;
 using namespace mlir::parc;
 
+/// The recipe's spelling of a kernel ("profile", "flash", "fused",
+/// "eager"), which the reader accepted, as the passes' option.
+static KernelChoice getKernelChoice(StringRef name) {
+  if (name == "eager")
+    return KernelChoice::Eager;
+  return name == "profile" ? KernelChoice::Profile : KernelChoice::Fused;
+}
+
 void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
                                    const PlanRequest &request,
                                    StringRef hardwareDir,
@@ -74,6 +82,9 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
                   : request.rematScope == "vision" ? RematScope::Vision
                                                    : RematScope::All;
     if (request.remat == "budget") {
+      remat.attentionKernel = getKernelChoice(request.attentionKernel);
+      remat.normKernel = getKernelChoice(request.normKernel);
+      remat.lossKernel = getKernelChoice(request.lossKernel);
       remat.budget = rematBudgetBytes;
       remat.seqLen = request.seqLen;
       remat.microBatch = request.microBatchSize;
@@ -121,6 +132,9 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
   lower.hardware = request.hardware;
   lower.hardwareDir = hardwareDir.str();
   lower.maxNorm = request.maxNorm;
+  lower.attentionKernel = getKernelChoice(request.attentionKernel);
+  lower.normKernel = getKernelChoice(request.normKernel);
+  lower.lossKernel = getKernelChoice(request.lossKernel);
   pm.addPass(createLowerToSchedule(lower));
 }
 

@@ -173,6 +173,10 @@ void RecipeReader::applyFrameworkDefaults(PlanRequest &request) {
     request.sequenceParallel = request.tp > 1;
   if (!lookup("parallel.loss_parallel"))
     request.lossParallel = request.tp > 1;
+  // Its loss is cross_entropy(pred.flatten(0, 1).float(), labels): an fp32
+  // copy of the logits and an fp32 gradient.
+  if (!lookup("train.loss_kernel"))
+    request.lossKernel = "eager";
 }
 
 void RecipeReader::apply(const RecipeSetting &setting) {
@@ -476,6 +480,12 @@ void RecipeReader::build(PlanRequest &request) {
   request.sequenceParallel = sequenceParallel == "true";
   request.lossParallel = lossParallel == "true";
   readRemat("parallel.remat", request.remat);
+  readChoice("train.attention_kernel", {"profile", "flash", "eager"},
+             request.attentionKernel);
+  readChoice("train.norm_kernel", {"profile", "fused", "eager"},
+             request.normKernel);
+  readChoice("train.loss_kernel", {"profile", "fused", "eager"},
+             request.lossKernel);
   readChoice("parallel.remat_scope", {"all", "language", "vision"},
              request.rematScope);
   readNonNegative("parallel.remat_margin", request.rematMargin);

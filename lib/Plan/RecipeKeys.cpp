@@ -37,6 +37,15 @@ static constexpr RecipeKey kRecipeKeys[] = {
     {"train.max_norm", "max-norm", false, "x",
      "Clip gradients to this global norm before each optimizer step; 0 "
      "disables (default 1.0)"},
+    {"train.attention_kernel", "attention-kernel", false, "name",
+     "Attention kernel: flash (fused SDPA), eager, or profile (the hardware "
+     "profile's; default)"},
+    {"train.norm_kernel", "norm-kernel", false, "name",
+     "Norm kernel: fused, eager, or profile (default)"},
+    {"train.loss_kernel", "loss-kernel", false, "name",
+     "Loss kernel: fused (chunked cross-entropy), eager "
+     "(cross_entropy(logits.float()) with its fp32 copy and gradient), or "
+     "profile (default; torchtitan jobs: eager)"},
     {"train.frozen", "freeze", true, "path",
      "Dotted paths of modules to freeze (no gradients, no optimizer state)"},
     {"cluster.hardware", "hardware", false, "name",

@@ -84,6 +84,9 @@ void mlir::parc::writeRecipe(const PlanRequest &request,
   os << "  optimizer: " << quote(request.optimizer) << "\n";
   os << "  max_norm: " << formatDouble(request.maxNorm) << "\n";
   os << "  frozen: " << quoteList(request.frozen) << "\n";
+  os << "  attention_kernel: " << request.attentionKernel << "\n";
+  os << "  norm_kernel: " << request.normKernel << "\n";
+  os << "  loss_kernel: " << request.lossKernel << "\n";
   os << "cluster:\n";
   os << "  hardware: " << quote(request.hardware) << "\n";
   os << "  nodes: " << request.nodes << "\n";

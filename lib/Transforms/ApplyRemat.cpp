@@ -202,6 +202,8 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
     if (failed(profile))
       return failure();
     int64_t elementBytes = getStorageDtypeBytes(computeDtype);
+    KernelProfile kernels = chooseKernels(profile->kernels, attentionKernel,
+                                          normKernel, lossKernel);
     TpPlan tp = getTpPlan(model);
 
     llvm::DenseMap<Operation *, StringRef> inScope;
@@ -227,9 +229,8 @@ struct ApplyRematPass : public impl::ApplyRematBase<ApplyRematPass> {
         option.kind = kind;
         if (tokens == 0)
           return option;
-        LayerActivationBytes acts =
-            estimateLayerActivations(layer, kind, microBatch, tokens,
-                                     elementBytes, tp, profile->kernels);
+        LayerActivationBytes acts = estimateLayerActivations(
+            layer, kind, microBatch, tokens, elementBytes, tp, kernels);
         option.savedBytes = acts.saved;
         option.rebuiltBytes = kind == RematKind::None ? 0 : acts.recomputed;
         option.recomputeFlops =

@@ -703,9 +703,11 @@ LogicalResult lowerModel(ModelOp model, const LowerToScheduleOptions &options) {
     return mlir::emitError(model->getLoc())
            << "lower-to-schedule: max-norm must be >= 0 (0: no clipping), got "
            << options.maxNorm;
-  FailureOr<SchedulePlan> plan = readSchedulePlan(
-      model, options.seqLen, options.microBatch, options.gradAccumulation,
-      options.imageTokens, hardware->kernels);
+  FailureOr<SchedulePlan> plan =
+      readSchedulePlan(model, options.seqLen, options.microBatch,
+                       options.gradAccumulation, options.imageTokens,
+                       chooseKernels(hardware->kernels, options.attentionKernel,
+                                     options.normKernel, options.lossKernel));
   if (failed(plan))
     return failure();
   plan->maxNorm = options.maxNorm;
@@ -750,6 +752,9 @@ struct LowerToSchedulePass
         getOnDemandLowering(seqLen, microBatch, gradAccumulation, imageTokens,
                             hardware, hardwareDir);
     options.maxNorm = maxNorm;
+    options.attentionKernel = attentionKernel;
+    options.normKernel = normKernel;
+    options.lossKernel = lossKernel;
     if (failed(lowerModel(getOperation(), options)))
       signalPassFailure();
   }

@@ -22,10 +22,10 @@ namespace mlir::parc {
 /// (Parc/IR/ParcInterfaces.h): the ops' autograd interface says what each
 /// saves under them.
 struct HardwareProfile {
-  std::string name;        // "h100-80gb"
-  std::string description; // "NVIDIA H100 SXM5 80 GB"
-  int64_t memoryBytes = 0; // device memory capacity
-  double bf16Flops = 0;    // dense bf16 peak, FLOP/s
+  std::string name;              // "h100-80gb"
+  std::string description;       // "NVIDIA H100 SXM5 80 GB"
+  int64_t memoryBytes = 0;       // device memory capacity
+  double bf16Flops = 0;          // dense bf16 peak, FLOP/s
   double memoryBandwidth = 0;    // bytes/s
   double intraNodeBandwidth = 0; // bytes/s per GPU (NVLink)
   double interNodeBandwidth = 0; // bytes/s per GPU (network)
@@ -39,6 +39,17 @@ struct HardwareProfile {
   KernelProfile kernels;
   std::vector<std::string> sources;
 };
+
+/// A kernel a recipe (or a pass option) picks for the ops whose saved
+/// tensors depend on the implementation, over the hardware profile's: the
+/// framework, not the device, decides whether the loss is fused or
+/// `cross_entropy(logits.float())`.
+enum class KernelChoice { Profile, Fused, Eager };
+
+/// `kernels` with each choice that is not Profile applied: attention
+/// (fused: flash / SDPA), norms and the loss.
+KernelProfile chooseKernels(KernelProfile kernels, KernelChoice attention,
+                            KernelChoice norm, KernelChoice loss);
 
 /// The directory of the data of `kind` shipped with parc ("hardware",
 /// "models"), next to the running tool (`<bin>/../share/parc/<kind>`);

@@ -67,6 +67,11 @@ struct PlanRequest {
   double maxNorm = 1.0;
   /// Dotted paths of modules that get no gradients.
   std::vector<std::string> frozen;
+  /// The kernels of the ops whose saved tensors depend on them: "profile"
+  /// (the hardware profile's), "flash" / "fused" or "eager".
+  std::string attentionKernel = "profile";
+  std::string normKernel = "profile";
+  std::string lossKernel = "profile";
 
   // cluster:
   std::string hardware;

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
 #include "parc/Analysis/CommOverlap.h"
+#include "parc/Analysis/HardwareProfile.h"
 #include "parc/Transforms/StorageDtype.h"
 
 namespace mlir::parc {

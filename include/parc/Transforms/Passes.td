@@ -16,6 +16,15 @@ defvar kStorageDtypeValues = [{::llvm::cl::values(
     clEnumValN(::mlir::parc::StorageDtype::FP32, "fp32", "IEEE single"),
     clEnumValN(::mlir::parc::StorageDtype::FP32, "float32", "IEEE single"))}];
 
+/// A kernel choice over the hardware profile's (KernelChoice).
+defvar kKernelChoiceValues = [{::llvm::cl::values(
+    clEnumValN(::mlir::parc::KernelChoice::Profile, "profile",
+               "the hardware profile's"),
+    clEnumValN(::mlir::parc::KernelChoice::Fused, "fused",
+               "the fused kernel (flash / SDPA for attention)"),
+    clEnumValN(::mlir::parc::KernelChoice::Eager, "eager",
+               "the composite eager path"))}];
+
 def PrintModelStats : Pass<"print-model-stats", "::mlir::parc::ModelOp"> {
   let summary = "Print parameter counts of a model";
   let description = [{
@@ -130,6 +139,16 @@ def ApplyRemat : Pass<"apply-remat", "::mlir::parc::ModelOp"> {
            "mode=budget: hardware profile whose kernels decide what is saved">,
     Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",
            "mode=budget: directory of hardware profiles">,
+    Option<"attentionKernel", "attention-kernel", "::mlir::parc::KernelChoice",
+           /*default=*/"::mlir::parc::KernelChoice::Profile",
+           "mode=budget: attention kernel, over the hardware profile's", kKernelChoiceValues>,
+    Option<"normKernel", "norm-kernel", "::mlir::parc::KernelChoice",
+           /*default=*/"::mlir::parc::KernelChoice::Profile",
+           "mode=budget: norm kernel, over the hardware profile's", kKernelChoiceValues>,
+    Option<"lossKernel", "loss-kernel", "::mlir::parc::KernelChoice",
+           /*default=*/"::mlir::parc::KernelChoice::Profile",
+           "mode=budget: loss kernel, over the hardware profile's", kKernelChoiceValues>,
+
     Option<"scope", "scope", "::mlir::parc::RematScope",
            /*default=*/"::mlir::parc::RematScope::All",
            "The stacks remat decides for",
@@ -435,7 +454,17 @@ def LowerToSchedule : Pass<"lower-to-schedule", "::mlir::parc::ModelOp"> {
     Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-80gb\"",
            "Hardware profile whose kernels decide what a forward saves">,
     Option<"hardwareDir", "hardware-dir", "std::string", /*default=*/"\"\"",
-           "Directory of hardware profiles (default: next to the tool)">
+           "Directory of hardware profiles (default: next to the tool)">,
+    Option<"attentionKernel", "attention-kernel", "::mlir::parc::KernelChoice",
+           /*default=*/"::mlir::parc::KernelChoice::Profile",
+           "Attention kernel, over the hardware profile's", kKernelChoiceValues>,
+    Option<"normKernel", "norm-kernel", "::mlir::parc::KernelChoice",
+           /*default=*/"::mlir::parc::KernelChoice::Profile",
+           "Norm kernel, over the hardware profile's", kKernelChoiceValues>,
+    Option<"lossKernel", "loss-kernel", "::mlir::parc::KernelChoice",
+           /*default=*/"::mlir::parc::KernelChoice::Profile",
+           "Loss kernel (eager: cross_entropy(logits.float())), over the "
+           "hardware profile's", kKernelChoiceValues>
   ];
 }
 
