@@ -66,9 +66,12 @@ void mlir::parc::printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
     out << ")";
   }
   out << "\n";
-  out << "  batch: seq " << request.seqLen << ", micro-batch "
-      << request.microBatchSize << ", global batch " << request.globalBatchSize
-      << ", grad accumulation " << request.gradAccumulation;
+  out << "  batch: seq " << request.seqLen;
+  if (request.imageTokens > 0)
+    out << " + " << request.imageTokens << " image tokens";
+  out << ", micro-batch " << request.microBatchSize << ", global batch "
+      << request.globalBatchSize << ", grad accumulation "
+      << request.gradAccumulation;
   if (request.gradAccumulation > 1 && request.fsdp * request.dp > 1)
     out << " (gradients reduce-scattered "
         << (request.fsdpGradSync == "last-micro-batch"
@@ -193,6 +196,7 @@ void writePlan(llvm::json::OStream &j, const PlanRequest &request,
   j.attribute("loss_parallel", request.lossParallel);
   j.attribute("fsdp_reshard_after_forward", request.reshardAfterForward);
   j.attribute("fsdp_grad_sync", request.fsdpGradSync);
+  j.attribute("image_tokens", request.imageTokens);
   j.attribute("attention_kernel", request.attentionKernel);
   j.attribute("norm_kernel", request.normKernel);
   j.attribute("loss_kernel", request.lossKernel);

@@ -88,6 +88,7 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
       remat.budget = rematBudgetBytes;
       remat.seqLen = request.seqLen;
       remat.microBatch = request.microBatchSize;
+      remat.imageTokens = request.imageTokens;
       remat.computeDtype = request.computeDtype;
       remat.hardware = request.hardware;
       remat.hardwareDir = hardwareDir.str();
@@ -105,6 +106,7 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
     pp.microbatches = request.microbatches;
     pp.seq = request.seqLen;
     pp.mbs = request.microBatchSize;
+    pp.imageTokens = request.imageTokens;
     pm.addPass(createApplyPp(pp));
   }
 
@@ -127,6 +129,7 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
   LowerToScheduleOptions lower;
   lower.seqLen = request.seqLen;
   lower.microBatch = request.microBatchSize;
+  lower.imageTokens = request.imageTokens;
   // With a pipeline the micro-batches are the schedule's.
   lower.gradAccumulation = request.pp > 1 ? 1 : request.gradAccumulation;
   lower.hardware = request.hardware;
@@ -377,6 +380,7 @@ MemoryOptions mlir::parc::getMemoryOptions(const PlanRequest &request,
   options.seqLen = request.seqLen;
   options.microBatch = request.microBatchSize;
   options.gradAccumulation = request.gradAccumulation;
+  options.imageTokens = request.imageTokens;
   return options;
 }
 
@@ -411,6 +415,7 @@ LogicalResult mlir::parc::predictPlan(ModuleOp module,
   costOptions.seqLen = request.seqLen;
   costOptions.microBatch = request.microBatchSize;
   costOptions.gradAccumulation = request.gradAccumulation;
+  costOptions.imageTokens = request.imageTokens;
   costOptions.gpusPerNode = request.gpusPerNode;
   FailureOr<CostReport> cost = estimateCost(model, costOptions);
   if (failed(cost))

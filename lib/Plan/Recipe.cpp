@@ -442,6 +442,7 @@ void RecipeReader::build(PlanRequest &request) {
   if (!lookup("train.seq_len"))
     missing("train.seq_len");
   readPositive("train.seq_len", request.seqLen);
+  readCount("train.image_tokens", request.imageTokens);
   readPositive("train.micro_batch_size", request.microBatchSize);
   readPositive("train.global_batch_size", request.globalBatchSize);
   readDtype("train.compute_dtype", request.computeDtype);

@@ -82,6 +82,15 @@ bool RecipeReader::checkMicroBatchTokens(const PlanRequest &request) {
         << RecipeLimits::kMaxMicroBatchTokens << " are supported";
     return false;
   }
+  if (int64_t tokens = request.microBatchSize * request.imageTokens;
+      tokens > RecipeLimits::kMaxMicroBatchTokens) {
+    error(lookup("train.image_tokens")->loc)
+        << "micro_batch_size " << request.microBatchSize << " x image_tokens "
+        << request.imageTokens << " = " << tokens
+        << " vision tokens per micro-batch, at most "
+        << RecipeLimits::kMaxMicroBatchTokens << " are supported";
+    return false;
+  }
   return true;
 }
 

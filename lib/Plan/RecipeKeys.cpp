@@ -24,6 +24,10 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Sequences per optimizer step (default: micro-batch x data-parallel "
      "ranks)",
      RecipeLimits::kMaxGlobalBatch},
+    {"train.image_tokens", "image-tokens", false, "n",
+     "Tokens per sample entering the vision tower: its patches, before any "
+     "pooling (default 0: text only)",
+     RecipeLimits::kMaxSeqLen},
     {"train.compute_dtype", "dtype", false, "dtype",
      "Dtype of forward/backward compute: bf16, fp16, fp32 (default bf16)"},
     {"train.master_dtype", "master-dtype", false, "dtype",

@@ -74,6 +74,7 @@ void mlir::parc::writeRecipe(const PlanRequest &request,
     os << "  hf_config: " << quote(absolutePath(request.hfConfigPath)) << "\n";
   os << "train:\n";
   os << "  seq_len: " << request.seqLen << "\n";
+  os << "  image_tokens: " << request.imageTokens << "\n";
   os << "  micro_batch_size: " << request.microBatchSize << "\n";
   os << "  global_batch_size: " << request.globalBatchSize << "\n";
   os << "  compute_dtype: " << getRecipeDtypeName(request.computeDtype) << "\n";

@@ -55,6 +55,9 @@ struct PlanRequest {
 
   // train:
   int64_t seqLen = 0;
+  /// Tokens per sample entering the vision stacks (their patches); 0 plans
+  /// a text-only step.
+  int64_t imageTokens = 0;
   int64_t microBatchSize = 1;
   int64_t globalBatchSize = 0;
   StorageDtype computeDtype = StorageDtype::BF16;
