@@ -18,11 +18,12 @@
 #include "parc/runtime/RunTrace.h"
 #include "parc/runtime/Trainer.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include <arpa/inet.h>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <csignal>
@@ -56,7 +57,8 @@ constexpr const char *kUsage =
     "\n"
     "Trains the planned model on LibTorch + c10d (Gloo on CPU).\n"
     "\n"
-    "  --nproc N          spawn N local workers on 127.0.0.1 (the plan's world);\n"
+    "  --nproc N          spawn N local workers on 127.0.0.1 (the plan's "
+    "world);\n"
     "                     they meet through a FileStore in a private /tmp\n"
     "                     directory, so no port is opened for the rendezvous\n"
     "  --steps K          training steps (default 5)\n"
@@ -73,8 +75,10 @@ constexpr const char *kUsage =
     "  --backend B        gloo (default) or nccl\n"
     "  --master-port P    rendezvous through a TCPStore on port P instead\n"
     "                     (c10d's TCPStore listens on every interface)\n"
-    "  --describe         print the plan (parameters, units, forwards) and exit\n"
-    "  --fault R:S:KIND   testing: rank R at step S does KIND (kill, hang, exit)\n"
+    "  --describe         print the plan (parameters, units, forwards) and "
+    "exit\n"
+    "  --fault R:S:KIND   testing: rank R at step S does KIND (kill, hang, "
+    "exit)\n"
     "  --quiet            no per-step lines\n";
 
 [[noreturn]] void fail(const std::string &message, int code = 1) {
@@ -96,8 +100,8 @@ struct Args {
 
 /// An integer flag in [lo, hi]; anything else (a sign, a fraction, a value
 /// that does not fit) is refused rather than truncated.
-int64_t toInt(const std::string &flag, const std::string &value,
-              int64_t lo = 0, int64_t hi = INT32_MAX) {
+int64_t toInt(const std::string &flag, const std::string &value, int64_t lo = 0,
+              int64_t hi = INT32_MAX) {
   errno = 0;
   char *end = nullptr;
   long long v = std::strtoll(value.c_str(), &end, 10);
@@ -152,8 +156,9 @@ Args parseArgs(int argc, char **argv) {
         fail("--data-dtype is uint16 or uint32, not '" + v + "'");
       args.train.dataBits = v == "uint16" ? 16 : 32;
     } else if (flag == "--seq" || flag == "--mbs" || flag == "--gbs")
-      fail(flag + ": parc-run trains on the batch its plan was made for "
-                  "(see --describe); plan another batch with parc-plan " +
+      fail(flag +
+           ": parc-run trains on the batch its plan was made for "
+           "(see --describe); plan another batch with parc-plan " +
            flag);
     else if (flag == "--lr")
       args.train.lr = toDouble(flag, value(), 0, 1);
@@ -237,6 +242,36 @@ int envInt(const char *name, int fallback) {
 // Worker
 //===----------------------------------------------------------------------===//
 
+/// Intra-op threads per rank when nothing says otherwise: the host's cores
+/// over the ranks it runs, at least one.
+int getThreadsPerRank(int localRanks) {
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, localRanks));
+}
+
+/// Applies the rank's intra-op thread count and says what it chose and why
+/// (rank 0, unless --quiet).
+void setComputeThreads(const Args &args, int rank) {
+  int localRanks = envInt("LOCAL_WORLD_SIZE", 1);
+  const char *omp = std::getenv("OMP_NUM_THREADS");
+  const char *from = std::getenv("PARC_RUN_THREADS");
+  bool chosen = !omp || (from && std::string(from) == "launcher");
+  if (!omp)
+    at::set_num_threads(getThreadsPerRank(localRanks));
+  if (rank != 0 || args.train.quiet)
+    return;
+  int threads = at::get_num_threads();
+  std::cout << "parc-run: " << threads << " intra-op thread"
+            << (threads == 1 ? "" : "s") << " per rank (";
+  if (chosen)
+    std::cout << std::max(1u, std::thread::hardware_concurrency())
+              << " cores / " << localRanks << " local rank"
+              << (localRanks == 1 ? "" : "s");
+  else
+    std::cout << "OMP_NUM_THREADS=" << omp;
+  std::cout << ")" << std::endl;
+}
+
 int runWorker(const Args &args, const PlanFile &file) {
   WorldConfig world;
   world.rank = envInt("RANK", 0);
@@ -253,13 +288,14 @@ int runWorker(const Args &args, const PlanFile &file) {
   if (world.size != expected)
     fail(file.path() + ": the plan is for " + std::to_string(expected) +
          " ranks, this run has WORLD_SIZE " + std::to_string(world.size) +
-         (expected > 1 ? " (run it with --nproc " + std::to_string(expected) +
-                             ")"
-                       : ""));
+         (expected > 1
+              ? " (run it with --nproc " + std::to_string(expected) + ")"
+              : ""));
   if (world.rank >= world.size)
     fail("RANK " + std::to_string(world.rank) + " is not below WORLD_SIZE " +
          std::to_string(world.size));
   std::string prefix = "rank " + std::to_string(world.rank) + ": ";
+  setComputeThreads(args, world.rank);
 
   std::string error;
   auto comm = connectWorld(world, error);
@@ -287,8 +323,7 @@ int runWorker(const Args &args, const PlanFile &file) {
     std::string message = "parc-run: error: " + prefix + e.what();
     if (heartbeat >= 0) {
       std::string line = "E " + printable(message) + "\n";
-      if (::write(heartbeat, line.data(), line.size()) ==
-          ssize_t(line.size()))
+      if (::write(heartbeat, line.data(), line.size()) == ssize_t(line.size()))
         return kPeerFailureExit;
     }
     std::cerr << printable(message) << std::endl;
@@ -334,9 +369,8 @@ struct Worker {
 
 std::string describeExit(int status) {
   if (WIFSIGNALED(status))
-    return std::string("killed by signal ") +
-           std::to_string(WTERMSIG(status)) + " (" +
-           strsignal(WTERMSIG(status)) + ")";
+    return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) +
+           " (" + strsignal(WTERMSIG(status)) + ")";
   return "exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
@@ -404,16 +438,20 @@ void removeStoreDir(const std::string &dir) {
   ::setenv("MASTER_ADDR", "127.0.0.1", 1);
   ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
   ::setenv("PARC_HEARTBEAT_FD", std::to_string(heartbeat).c_str(), 1);
-  // Ranks share the host's cores; one compute thread each.
-  if (!std::getenv("OMP_NUM_THREADS"))
-    ::setenv("OMP_NUM_THREADS", "1", 1);
+  // Ranks share the host's cores: the launcher gives each its share, before
+  // exec, so that OpenBLAS's own threads take it too.
+  if (!std::getenv("OMP_NUM_THREADS")) {
+    ::setenv("OMP_NUM_THREADS",
+             std::to_string(getThreadsPerRank(args.nproc)).c_str(), 1);
+    ::setenv("PARC_RUN_THREADS", "launcher", 1);
+  }
   std::vector<char *> argvPtrs;
   for (std::string &s : argvStrings)
     argvPtrs.push_back(s.data());
   argvPtrs.push_back(nullptr);
   ::execv("/proc/self/exe", argvPtrs.data());
-  std::cerr << "parc-run: error: cannot exec a worker: "
-            << std::strerror(errno) << std::endl;
+  std::cerr << "parc-run: error: cannot exec a worker: " << std::strerror(errno)
+            << std::endl;
   std::_Exit(127);
 }
 
@@ -553,8 +591,7 @@ bool reapWorkers(std::vector<Worker> &workers, int timeoutS, Blame &blame) {
 /// Watches the workers until every one has exited or one is blamed (then
 /// stops the others); returns the signal that interrupted the launcher, or
 /// 0.
-int superviseWorkers(std::vector<Worker> &workers, int timeoutS,
-                     Blame &blame) {
+int superviseWorkers(std::vector<Worker> &workers, int timeoutS, Blame &blame) {
   while (true) {
     if (int sig = gStopSignal) {
       // Interrupted (Ctrl-C, a scheduler's SIGTERM): stop and reap every
@@ -564,9 +601,9 @@ int superviseWorkers(std::vector<Worker> &workers, int timeoutS,
     }
     readHeartbeats(workers);
     bool allDone = reapWorkers(workers, timeoutS, blame);
-    bool graceOver = !blame.byProgress ||
-                     std::chrono::steady_clock::now() - blame.at >
-                         std::chrono::seconds(1);
+    bool graceOver =
+        !blame.byProgress ||
+        std::chrono::steady_clock::now() - blame.at > std::chrono::seconds(1);
     if (blame.culprit >= 0 && (graceOver || allDone)) {
       stopWorkers(workers);
       return 0;
