@@ -276,10 +276,19 @@ bool Executor::compileUnits(std::string &error) {
 
 /// Each module's forward as compiled ops.
 bool Executor::compileForwards(std::string &error) {
+  // A remat this build does not run is refused, never run as another.
   if (plan.modules())
     for (const plan::Module *module : *plan.modules())
-      if (module->remat() && module->remat()->size())
-        rematByPath[str(module->path())] = str(module->remat());
+      if (module->remat() && module->remat()->size()) {
+        std::string remat = str(module->remat());
+        if (remat != "full" && remat != "selective" && remat != "op") {
+          error = "module '" + printable(str(module->path())) +
+                  "' has remat '" + printable(remat) +
+                  "', not full, selective or op";
+          return false;
+        }
+        rematByPath[str(module->path())] = remat;
+      }
 
   if (!plan.forwards() || plan.forwards()->size() == 0) {
     error = "plan has no forwards (exported before parc-translate carried "
