@@ -29,6 +29,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fstream>
 #include <iostream>
@@ -258,6 +259,13 @@ void setComputeThreads(const Args &args, int rank) {
   bool chosen = !omp || (from && std::string(from) == "launcher");
   if (!omp)
     at::set_num_threads(getThreadsPerRank(localRanks));
+  // ATen's pool is the parallelism: OpenBLAS's own threads, started inside
+  // its parallel regions, oversubscribe the cores (world 1 on 2 cores: 0.93
+  // to 1.07 s a step with them, 0.50 without; benchmarks/parc-run).
+  if (!std::getenv("OPENBLAS_NUM_THREADS"))
+    if (auto setBlasThreads = reinterpret_cast<void (*)(int)>(
+            ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+      setBlasThreads(1);
   if (rank != 0 || args.train.quiet)
     return;
   int threads = at::get_num_threads();
