@@ -63,10 +63,12 @@ public:
   std::string getString(llvm::StringRef key,
                         llvm::StringRef defaultValue) const;
   /// A number that may be null (disabled), e.g. final_logit_softcapping.
-  std::optional<double> getOptionalFloat(llvm::StringRef key,
-                                         std::optional<double> defaultValue) const;
-  std::optional<int64_t> getOptionalInt(llvm::StringRef key,
-                                        std::optional<int64_t> defaultValue) const;
+  std::optional<double>
+  getOptionalFloat(llvm::StringRef key,
+                   std::optional<double> defaultValue) const;
+  std::optional<int64_t>
+  getOptionalInt(llvm::StringRef key,
+                 std::optional<int64_t> defaultValue) const;
   /// A list of strings; nullopt when absent or null.
   std::optional<std::vector<std::string>>
   getStringList(llvm::StringRef key) const;

@@ -493,13 +493,13 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
     attention.qkNorm = QkNormKind::PerHead;
     attention.kEqV = full && kEqV;
     attention.logitSoftcap = attnSoftcap;
-    // transformers' Gemma 4 scales by 1 (its q, k and v norms carry the
-    // scale); parc-run has no v_norm yet, and with scale 1 alone the tiny
-    // parity models diverge under AdamW after the first step, so Gemma 4
-    // keeps Gemma 3's 1/sqrt(head_dim) until its numerics are checked
-    // against a reference as a whole. Memory and cost do not depend on it.
+    // Gemma 4 normalises q, k and v per head (v without a scale) and scales
+    // the logits by 1, as transformers' Gemma4TextAttention does.
+    attention.vNorm = isGemma4;
     attention.scale =
-        1.0 / std::sqrt(queryScalar.value_or(double(attention.headDim)));
+        isGemma4
+            ? 1.0
+            : 1.0 / std::sqrt(queryScalar.value_or(double(attention.headDim)));
     attention.ropeTheta = full ? globalTheta : localTheta;
     if (full)
       attention.ropeScaling = globalScaling;
@@ -634,7 +634,9 @@ void HFConfigImporter::readGemma4Vision(std::optional<ConfigSection> config,
   attention.headDim = headDim;
   attention.qkNorm = QkNormKind::PerHead;
   attention.causal = false;
-  attention.scale = 1.0 / std::sqrt(double(headDim > 0 ? headDim : 1));
+  // Gemma4VisionAttention: v_norm, and logits scaled by 1.
+  attention.vNorm = true;
+  attention.scale = 1.0;
 
   for (LayerSpec &layer : stack.layers)
     layer.attention = attention;

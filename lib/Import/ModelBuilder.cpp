@@ -48,16 +48,14 @@ private:
   }
 
   // Structure.
-  NNModuleOp addModule(Operation *parent, StringRef name,
-                           StringRef className, ModuleKind kind);
-  ParamOp addParam(Operation *parent, StringRef name,
-                   ArrayRef<int64_t> shape);
+  NNModuleOp addModule(Operation *parent, StringRef name, StringRef className,
+                       ModuleKind kind);
+  ParamOp addParam(Operation *parent, StringRef name, ArrayRef<int64_t> shape);
   NNModuleOp addLinear(Operation *parent, StringRef name, int64_t in,
-                           int64_t out, bool bias);
-  NNModuleOp addNorm(Operation *parent, StringRef name,
-                         StringRef className, int64_t size, NormKind kind);
-  NNModuleOp addLeaf(Operation *parent, StringRef name,
-                         StringRef className) {
+                       int64_t out, bool bias);
+  NNModuleOp addNorm(Operation *parent, StringRef name, StringRef className,
+                     int64_t size, NormKind kind);
+  NNModuleOp addLeaf(Operation *parent, StringRef name, StringRef className) {
     return addModule(parent, name, className, ModuleKind::Leaf);
   }
 
@@ -72,22 +70,21 @@ private:
 
   // Transformer pieces.
   NNModuleOp buildTextModel(Operation *parent, StringRef name,
-                                const TextModelSpec &spec,
-                                bool takesEmbeddings);
+                            const TextModelSpec &spec, bool takesEmbeddings);
   NNModuleOp buildLayerList(Operation *parent, const StackSpec &stack);
   NNModuleOp buildLayer(Operation *parent, unsigned index,
-                            const StackSpec &stack, const LayerSpec &layer);
+                        const StackSpec &stack, const LayerSpec &layer);
   NNModuleOp buildAttention(Operation *parent, const StackSpec &stack,
-                                const AttentionSpec &attention);
+                            const AttentionSpec &attention);
   NNModuleOp buildMlp(Operation *parent, const StackSpec &stack);
   NNModuleOp buildSiglipTower(Operation *parent, const VisionSpec &spec);
   NNModuleOp buildGemma4Tower(Operation *parent, const VisionSpec &spec);
   NNModuleOp buildProjector(Operation *parent, const VisionSpec &spec,
-                                int64_t textHidden, NormKind textNorm);
+                            int64_t textHidden, NormKind textNorm);
 
   /// A (batch, sequence, width) activation; batch and sequence are dynamic.
-  RankedTensorType activation(int64_t width, int64_t tokens =
-                                                 ShapedType::kDynamic) {
+  RankedTensorType activation(int64_t width,
+                              int64_t tokens = ShapedType::kDynamic) {
     return RankedTensorType::get({ShapedType::kDynamic, tokens, width}, dtype);
   }
   RankedTensorType tokenIds() {
@@ -98,9 +95,9 @@ private:
   /// Gemma 4.
   RankedTensorType visionInput(const VisionSpec &spec) {
     if (spec.style == VisionSpec::Style::Siglip)
-      return RankedTensorType::get({ShapedType::kDynamic, spec.channels,
-                                    spec.imageSize, spec.imageSize},
-                                   dtype);
+      return RankedTensorType::get(
+          {ShapedType::kDynamic, spec.channels, spec.imageSize, spec.imageSize},
+          dtype);
     return activation(spec.channels * spec.patchSize * spec.patchSize);
   }
   /// Patches per image; token dimensions of activations stay dynamic so that
@@ -133,7 +130,7 @@ static Block *bodyOf(Operation *op) {
 }
 
 NNModuleOp ModelBuilder::addModule(Operation *parent, StringRef name,
-                                       StringRef className, ModuleKind kind) {
+                                   StringRef className, ModuleKind kind) {
   OpBuilder::InsertionGuard guard(builder);
   Block *body = bodyOf(parent);
   // Keep forwards last so that modules appear in registration order.
@@ -157,7 +154,7 @@ ParamOp ModelBuilder::addParam(Operation *parent, StringRef name,
 }
 
 NNModuleOp ModelBuilder::addLinear(Operation *parent, StringRef name,
-                                       int64_t in, int64_t out, bool bias) {
+                                   int64_t in, int64_t out, bool bias) {
   NNModuleOp linear = addLeaf(parent, name, "Linear");
   addParam(linear, "weight", {out, in});
   if (bias)
@@ -166,8 +163,8 @@ NNModuleOp ModelBuilder::addLinear(Operation *parent, StringRef name,
 }
 
 NNModuleOp ModelBuilder::addNorm(Operation *parent, StringRef name,
-                                     StringRef className, int64_t size,
-                                     NormKind kind) {
+                                 StringRef className, int64_t size,
+                                 NormKind kind) {
   NNModuleOp norm = addLeaf(parent, name, className);
   addParam(norm, "weight", {size});
   if (kind == NormKind::Layer)
@@ -183,7 +180,8 @@ Forward ModelBuilder::beginForward(Operation *owner, TypeRange inputs,
                                    TypeRange results) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(bodyOf(owner));
-  auto func = func::FuncOp::create(builder, owner->getLoc(), "forward", builder.getFunctionType(inputs, results));
+  auto func = func::FuncOp::create(builder, owner->getLoc(), "forward",
+                                   builder.getFunctionType(inputs, results));
   Block *entry = func.addEntryBlock();
   OpBuilder body(context);
   body.setInsertionPointToEnd(entry);
@@ -209,24 +207,28 @@ Value ModelBuilder::linear(Forward &fwd, Value input, NNModuleOp linear) {
   SymbolRefAttr bias;
   if (SymbolTable::lookupSymbolIn(linear, "bias"))
     bias = paramRef(fwd, linear, "bias");
-  return LinearOp::create(fwd.builder, linear->getLoc(), RankedTensorType::get(shape, dtype), input,
-      paramRef(fwd, linear, "weight"), bias);
+  return LinearOp::create(fwd.builder, linear->getLoc(),
+                          RankedTensorType::get(shape, dtype), input,
+                          paramRef(fwd, linear, "weight"), bias);
 }
 
 Value ModelBuilder::norm(Forward &fwd, Value input, NNModuleOp norm,
                          NormKind kind, double eps) {
   FloatAttr epsAttr = fwd.builder.getF64FloatAttr(eps);
   if (kind == NormKind::Layer)
-    return LayerNormOp::create(fwd.builder, norm->getLoc(), input.getType(), input, paramRef(fwd, norm, "weight"),
-        paramRef(fwd, norm, "bias"), epsAttr);
-  return RmsNormOp::create(fwd.builder, norm->getLoc(), input.getType(), input, paramRef(fwd, norm, "weight"), epsAttr,
+    return LayerNormOp::create(fwd.builder, norm->getLoc(), input.getType(),
+                               input, paramRef(fwd, norm, "weight"),
+                               paramRef(fwd, norm, "bias"), epsAttr);
+  return RmsNormOp::create(
+      fwd.builder, norm->getLoc(), input.getType(), input,
+      paramRef(fwd, norm, "weight"), epsAttr,
       kind == NormKind::RmsUnitOffset ? fwd.builder.getUnitAttr() : UnitAttr());
 }
 
 Value ModelBuilder::call(Forward &fwd, Operation *callee, ValueRange args,
                          Type result) {
-  return CallOp::create(fwd.builder, fwd.loc(), TypeRange{result}, getRelativeRef(fwd.owner, callee),
-                      args)
+  return CallOp::create(fwd.builder, fwd.loc(), TypeRange{result},
+                        getRelativeRef(fwd.owner, callee), args)
       .getResult(0);
 }
 
@@ -235,13 +237,13 @@ Value ModelBuilder::call(Forward &fwd, Operation *callee, ValueRange args,
 //===----------------------------------------------------------------------===//
 
 NNModuleOp ModelBuilder::buildAttention(Operation *parent,
-                                            const StackSpec &stack,
-                                            const AttentionSpec &spec) {
+                                        const StackSpec &stack,
+                                        const AttentionSpec &spec) {
   int64_t hidden = stack.hidden;
   int64_t qWidth = spec.numHeads * spec.headDim;
   int64_t kvWidth = spec.numKvHeads * spec.headDim;
   NNModuleOp attn = addModule(parent, "self_attn", stack.attentionClass,
-                                  ModuleKind::Composite);
+                              ModuleKind::Composite);
   NNModuleOp q, k, v, o, qNorm, kNorm;
   if (stack.layout == LayerLayout::Siglip) {
     k = addLinear(attn, "k_proj", hidden, kvWidth, spec.qkvBias);
@@ -259,6 +261,10 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
     qNorm = addNorm(attn, "q_norm", stack.normClass, spec.headDim, stack.norm);
     kNorm = addNorm(attn, "k_norm", stack.normClass, spec.headDim, stack.norm);
   }
+  // transformers registers the value norm as a module without a weight
+  // (Gemma4RMSNorm(with_scale=False)), so named_modules lists it.
+  if (spec.vNorm)
+    addLeaf(attn, "v_norm", stack.normClass);
 
   Forward fwd = beginForward(attn, activation(hidden), activation(hidden));
   OpBuilder &b = fwd.builder;
@@ -270,17 +276,22 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
     query = norm(fwd, query, qNorm, stack.norm, stack.normEps);
     key = norm(fwd, key, kNorm, stack.norm, stack.normEps);
   }
+  if (spec.vNorm)
+    value = RmsNormalizeOp::create(b, fwd.loc(), value.getType(), value,
+                                   b.getI64IntegerAttr(spec.headDim),
+                                   b.getF64FloatAttr(stack.normEps));
   if (spec.ropeTheta) {
     auto rope = [&](Value input) -> Value {
       return RopeOp::create(b, fwd.loc(), input.getType(), input,
-                              b.getI64IntegerAttr(spec.headDim),
-                              b.getF64FloatAttr(*spec.ropeTheta),
-                              spec.ropeScaling);
+                            b.getI64IntegerAttr(spec.headDim),
+                            b.getF64FloatAttr(*spec.ropeTheta),
+                            spec.ropeScaling);
     };
     query = rope(query);
     key = rope(key);
   }
-  auto attention = AttentionOp::create(b, fwd.loc(), activation(qWidth), query, key, value,
+  auto attention = AttentionOp::create(
+      b, fwd.loc(), activation(qWidth), query, key, value,
       b.getI64IntegerAttr(spec.numHeads), b.getI64IntegerAttr(spec.numKvHeads),
       b.getI64IntegerAttr(spec.headDim), b.getF64FloatAttr(spec.scale),
       spec.causal ? b.getUnitAttr() : UnitAttr(),
@@ -292,8 +303,7 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
   return attn;
 }
 
-NNModuleOp ModelBuilder::buildMlp(Operation *parent,
-                                      const StackSpec &stack) {
+NNModuleOp ModelBuilder::buildMlp(Operation *parent, const StackSpec &stack) {
   NNModuleOp mlp =
       addModule(parent, "mlp", stack.mlpClass, ModuleKind::Composite);
   int64_t hidden = stack.hidden, inner = stack.intermediate;
@@ -308,11 +318,9 @@ NNModuleOp ModelBuilder::buildMlp(Operation *parent,
     endForward(fwd, linear(fwd, h, fc2));
     return mlp;
   }
-  NNModuleOp gate =
-      addLinear(mlp, "gate_proj", hidden, inner, stack.mlpBias);
+  NNModuleOp gate = addLinear(mlp, "gate_proj", hidden, inner, stack.mlpBias);
   NNModuleOp up = addLinear(mlp, "up_proj", hidden, inner, stack.mlpBias);
-  NNModuleOp down =
-      addLinear(mlp, "down_proj", inner, hidden, stack.mlpBias);
+  NNModuleOp down = addLinear(mlp, "down_proj", inner, hidden, stack.mlpBias);
   NNModuleOp actFn = addLeaf(mlp, "act_fn", stack.activationClass);
   Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
   Value g = linear(fwd, fwd.arg(0), gate);
@@ -324,10 +332,10 @@ NNModuleOp ModelBuilder::buildMlp(Operation *parent,
 }
 
 NNModuleOp ModelBuilder::buildLayer(Operation *parent, unsigned index,
-                                        const StackSpec &stack,
-                                        const LayerSpec &layer) {
-  NNModuleOp module = addModule(parent, std::to_string(index),
-                                    stack.layerClass, ModuleKind::Composite);
+                                    const StackSpec &stack,
+                                    const LayerSpec &layer) {
+  NNModuleOp module = addModule(parent, std::to_string(index), stack.layerClass,
+                                ModuleKind::Composite);
   if (!layer.layerType.empty())
     module->setAttr("layer_type", builder.getStringAttr(layer.layerType));
   int64_t hidden = stack.hidden;
@@ -377,7 +385,7 @@ NNModuleOp ModelBuilder::buildLayer(Operation *parent, unsigned index,
 }
 
 NNModuleOp ModelBuilder::buildLayerList(Operation *parent,
-                                            const StackSpec &stack) {
+                                        const StackSpec &stack) {
   NNModuleOp layers =
       addModule(parent, "layers", "ModuleList", ModuleKind::List);
   for (auto [index, layer] : llvm::enumerate(stack.layers))
@@ -389,14 +397,14 @@ NNModuleOp ModelBuilder::buildLayerList(Operation *parent,
 static Value callLayers(Forward &fwd, NNModuleOp layers, Value x) {
   for (NNModuleOp layer : layers.getBody()->getOps<NNModuleOp>())
     x = CallOp::create(fwd.builder, fwd.loc(), TypeRange{x.getType()},
-                            getRelativeRef(fwd.owner, layer), x)
+                       getRelativeRef(fwd.owner, layer), x)
             .getResult(0);
   return x;
 }
 
 NNModuleOp ModelBuilder::buildTextModel(Operation *parent, StringRef name,
-                                            const TextModelSpec &spec,
-                                            bool takesEmbeddings) {
+                                        const TextModelSpec &spec,
+                                        bool takesEmbeddings) {
   const StackSpec &stack = spec.stack;
   NNModuleOp model =
       addModule(parent, name, spec.modelClass, ModuleKind::Composite);
@@ -411,7 +419,9 @@ NNModuleOp ModelBuilder::buildTextModel(Operation *parent, StringRef name,
   Forward fwd = beginForward(model, input, activation(stack.hidden));
   Value x = fwd.arg(0);
   if (!takesEmbeddings)
-    x = EmbeddingOp::create(fwd.builder, embed->getLoc(), activation(stack.hidden), x, paramRef(fwd, embed, "weight"),
+    x = EmbeddingOp::create(
+        fwd.builder, embed->getLoc(), activation(stack.hidden), x,
+        paramRef(fwd, embed, "weight"),
         spec.embedScale ? fwd.builder.getF64FloatAttr(*spec.embedScale)
                         : FloatAttr());
   x = callLayers(fwd, layers, x);
@@ -424,59 +434,60 @@ NNModuleOp ModelBuilder::buildTextModel(Operation *parent, StringRef name,
 //===----------------------------------------------------------------------===//
 
 NNModuleOp ModelBuilder::buildSiglipTower(Operation *parent,
-                                              const VisionSpec &spec) {
+                                          const VisionSpec &spec) {
   const StackSpec &stack = spec.stack;
   int64_t hidden = stack.hidden, tokens = visionTokens(spec);
   // SigLIP learns one position per patch of a fixed-size image.
-  NNModuleOp tower = addModule(parent, "vision_tower", spec.towerClass,
-                                   ModuleKind::Composite);
+  NNModuleOp tower =
+      addModule(parent, "vision_tower", spec.towerClass, ModuleKind::Composite);
   NNModuleOp transformer = addModule(
       tower, "vision_model", "SiglipVisionTransformer", ModuleKind::Composite);
-  NNModuleOp embeddings = addModule(
-      transformer, "embeddings", "SiglipVisionEmbeddings", ModuleKind::Composite);
+  NNModuleOp embeddings =
+      addModule(transformer, "embeddings", "SiglipVisionEmbeddings",
+                ModuleKind::Composite);
   NNModuleOp patch = addLeaf(embeddings, "patch_embedding", "Conv2d");
   addParam(patch, "weight",
            {hidden, spec.channels, spec.patchSize, spec.patchSize});
   addParam(patch, "bias", {hidden});
-  NNModuleOp positions =
-      addLeaf(embeddings, "position_embedding", "Embedding");
+  NNModuleOp positions = addLeaf(embeddings, "position_embedding", "Embedding");
   addParam(positions, "weight", {tokens, hidden});
   NNModuleOp encoder =
       addModule(transformer, "encoder", "SiglipEncoder", ModuleKind::Composite);
   NNModuleOp layers = buildLayerList(encoder, stack);
   NNModuleOp postNorm = addNorm(transformer, "post_layernorm", "LayerNorm",
-                                    hidden, NormKind::Layer);
+                                hidden, NormKind::Layer);
 
-  Forward embedFwd = beginForward(embeddings, visionInput(spec),
-                                  activation(hidden));
-  Value x = PatchEmbeddingOp::create(embedFwd.builder, patch->getLoc(), activation(hidden), embedFwd.arg(0),
+  Forward embedFwd =
+      beginForward(embeddings, visionInput(spec), activation(hidden));
+  Value x = PatchEmbeddingOp::create(
+      embedFwd.builder, patch->getLoc(), activation(hidden), embedFwd.arg(0),
       paramRef(embedFwd, patch, "weight"), paramRef(embedFwd, patch, "bias"));
-  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, positions->getLoc(), x.getType(), x,
-                           paramRef(embedFwd, positions, "weight"))));
+  endForward(embedFwd, Value(PositionEmbeddingOp::create(
+                           embedFwd.builder, positions->getLoc(), x.getType(),
+                           x, paramRef(embedFwd, positions, "weight"))));
 
-  Forward encoderFwd = beginForward(encoder, activation(hidden),
-                                    activation(hidden));
+  Forward encoderFwd =
+      beginForward(encoder, activation(hidden), activation(hidden));
   endForward(encoderFwd, callLayers(encoderFwd, layers, encoderFwd.arg(0)));
 
-  Forward vitFwd = beginForward(transformer, visionInput(spec),
-                                activation(hidden));
+  Forward vitFwd =
+      beginForward(transformer, visionInput(spec), activation(hidden));
   x = call(vitFwd, embeddings, vitFwd.arg(0), activation(hidden));
   x = call(vitFwd, encoder, x, activation(hidden));
   endForward(vitFwd, norm(vitFwd, x, postNorm, NormKind::Layer, stack.normEps));
 
-  Forward towerFwd =
-      beginForward(tower, visionInput(spec), activation(hidden));
-  endForward(towerFwd, call(towerFwd, transformer, towerFwd.arg(0),
-                            activation(hidden)));
+  Forward towerFwd = beginForward(tower, visionInput(spec), activation(hidden));
+  endForward(towerFwd,
+             call(towerFwd, transformer, towerFwd.arg(0), activation(hidden)));
   return tower;
 }
 
 NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
-                                              const VisionSpec &spec) {
+                                          const VisionSpec &spec) {
   const StackSpec &stack = spec.stack;
   int64_t hidden = stack.hidden;
-  NNModuleOp tower = addModule(parent, "vision_tower", spec.towerClass,
-                                   ModuleKind::Composite);
+  NNModuleOp tower =
+      addModule(parent, "vision_tower", spec.towerClass, ModuleKind::Composite);
   NNModuleOp embedder =
       addModule(tower, "patch_embedder", "Gemma4VisionPatchEmbedder",
                 ModuleKind::Composite);
@@ -487,16 +498,18 @@ NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
   // One table per image axis (x, y), a parameter of the embedder itself.
   addParam(embedder, "position_embedding_table",
            {2, spec.numPositions, hidden});
-  NNModuleOp encoder = addModule(tower, "encoder", "Gemma4VisionEncoder",
-                                     ModuleKind::Composite);
+  NNModuleOp encoder =
+      addModule(tower, "encoder", "Gemma4VisionEncoder", ModuleKind::Composite);
   NNModuleOp layers = buildLayerList(encoder, stack);
   NNModuleOp pooler = addLeaf(tower, "pooler", "Gemma4VisionPooler");
 
   Forward embedFwd =
       beginForward(embedder, visionInput(spec), activation(hidden));
   Value x = linear(embedFwd, embedFwd.arg(0), inputProj);
-  endForward(embedFwd, Value(PositionEmbeddingOp::create(embedFwd.builder, embedder->getLoc(), x.getType(), x,
-                           paramRef(embedFwd, embedder, "position_embedding_table"))));
+  endForward(embedFwd,
+             Value(PositionEmbeddingOp::create(
+                 embedFwd.builder, embedder->getLoc(), x.getType(), x,
+                 paramRef(embedFwd, embedder, "position_embedding_table"))));
 
   Forward encoderFwd =
       beginForward(encoder, activation(hidden), activation(hidden));
@@ -505,23 +518,22 @@ NNModuleOp ModelBuilder::buildGemma4Tower(Operation *parent,
   Forward towerFwd = beginForward(tower, visionInput(spec), activation(hidden));
   x = call(towerFwd, embedder, towerFwd.arg(0), activation(hidden));
   x = call(towerFwd, encoder, x, activation(hidden));
-  x = AvgPoolTokensOp::create(towerFwd.builder, pooler->getLoc(), activation(hidden), x,
+  x = AvgPoolTokensOp::create(
+      towerFwd.builder, pooler->getLoc(), activation(hidden), x,
       towerFwd.builder.getI64IntegerAttr(spec.poolKernel));
   endForward(towerFwd, x);
   return tower;
 }
 
 NNModuleOp ModelBuilder::buildProjector(Operation *parent,
-                                            const VisionSpec &spec,
-                                            int64_t textHidden,
-                                            NormKind textNorm) {
+                                        const VisionSpec &spec,
+                                        int64_t textHidden, NormKind textNorm) {
   int64_t visionHidden = spec.stack.hidden;
   NNModuleOp projector = addModule(parent, spec.projectorName,
-                                       spec.projectorClass,
-                                       ModuleKind::Composite);
+                                   spec.projectorClass, ModuleKind::Composite);
   if (spec.style == VisionSpec::Style::Gemma4) {
-    NNModuleOp proj = addLinear(projector, "embedding_projection",
-                                    visionHidden, textHidden, /*bias=*/false);
+    NNModuleOp proj = addLinear(projector, "embedding_projection", visionHidden,
+                                textHidden, /*bias=*/false);
     Forward fwd = beginForward(projector, activation(visionHidden),
                                activation(textHidden));
     endForward(fwd, linear(fwd, fwd.arg(0), proj));
@@ -529,16 +541,17 @@ NNModuleOp ModelBuilder::buildProjector(Operation *parent,
   }
   // Gemma 3: pool the patch grid, normalise, project with a raw weight.
   addParam(projector, "mm_input_projection_weight", {visionHidden, textHidden});
-  NNModuleOp softNorm = addNorm(projector, "mm_soft_emb_norm",
-                                    "Gemma3RMSNorm", visionHidden, textNorm);
+  NNModuleOp softNorm = addNorm(projector, "mm_soft_emb_norm", "Gemma3RMSNorm",
+                                visionHidden, textNorm);
   NNModuleOp avgPool = addLeaf(projector, "avg_pool", "AvgPool2d");
-  Forward fwd = beginForward(projector, activation(visionHidden),
-                             activation(textHidden));
-  Value x = AvgPoolTokensOp::create(fwd.builder, avgPool->getLoc(), activation(visionHidden), fwd.arg(0),
+  Forward fwd =
+      beginForward(projector, activation(visionHidden), activation(textHidden));
+  Value x = AvgPoolTokensOp::create(
+      fwd.builder, avgPool->getLoc(), activation(visionHidden), fwd.arg(0),
       fwd.builder.getI64IntegerAttr(spec.poolKernel));
   x = norm(fwd, x, softNorm, textNorm, spec.stack.normEps);
   x = MatmulOp::create(fwd.builder, fwd.loc(), activation(textHidden), x,
-      paramRef(fwd, projector, "mm_input_projection_weight"));
+                       paramRef(fwd, projector, "mm_input_projection_weight"));
   endForward(fwd, x);
   return projector;
 }
@@ -552,8 +565,9 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
   builder.setInsertionPointToEnd(top->getBody());
   const TextModelSpec &text = spec.text;
   int64_t hidden = text.stack.hidden;
-  auto model = ModelOp::create(builder, loc, spec.symbolName,
-      spec.vision ? spec.wrapperClass : text.causalLMClass);
+  auto model =
+      ModelOp::create(builder, loc, spec.symbolName,
+                      spec.vision ? spec.wrapperClass : text.causalLMClass);
   {
     SmallVector<StringRef> defaulted(spec.defaultedKeys.begin(),
                                      spec.defaultedKeys.end());
@@ -570,8 +584,8 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
     inner = addModule(model, "model", spec.wrapperModelClass,
                       ModuleKind::Composite);
     NNModuleOp tower = vision.style == VisionSpec::Style::Siglip
-                               ? buildSiglipTower(inner, vision)
-                               : buildGemma4Tower(inner, vision);
+                           ? buildSiglipTower(inner, vision)
+                           : buildGemma4Tower(inner, vision);
     // transformers 5 registers language_model after the vision modules.
     NNModuleOp projector =
         buildProjector(inner, vision, hidden, text.stack.norm);
@@ -581,12 +595,12 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
 
     Forward fwd = beginForward(inner, {tokenIds(), visionInput(vision)},
                                activation(hidden));
-    Value embeds = EmbeddingOp::create(fwd.builder, embedOwner->getLoc(), activation(hidden), fwd.arg(0),
+    Value embeds = EmbeddingOp::create(
+        fwd.builder, embedOwner->getLoc(), activation(hidden), fwd.arg(0),
         paramRef(fwd, embedOwner, "weight"),
         text.embedScale ? fwd.builder.getF64FloatAttr(*text.embedScale)
                         : FloatAttr());
-    Value image =
-        call(fwd, tower, fwd.arg(1), activation(vision.stack.hidden));
+    Value image = call(fwd, tower, fwd.arg(1), activation(vision.stack.hidden));
     image = call(fwd, projector, image, activation(hidden));
     Value merged =
         MergeImageFeaturesOp::create(fwd.builder, fwd.loc(), embeds, image);
@@ -605,22 +619,26 @@ OwningOpRef<mlir::ModuleOp> ModelBuilder::build(const ModelSpec &spec) {
   auto lossType = RankedTensorType::get({}, builder.getF32Type());
   Forward fwd = beginForward(model, inputs, lossType);
   SmallVector<Value> modelArgs(fwd.entry->getArguments().drop_back());
-  Value h = CallOp::create(fwd.builder, fwd.loc(), TypeRange{activation(hidden)},
-                                getRelativeRef(model, inner), modelArgs)
-                .getResult(0);
+  Value h =
+      CallOp::create(fwd.builder, fwd.loc(), TypeRange{activation(hidden)},
+                     getRelativeRef(model, inner), modelArgs)
+          .getResult(0);
   Value logits = linear(fwd, h, lmHead);
   if (text.finalSoftcap)
     logits = SoftcapOp::create(fwd.builder, fwd.loc(), logits.getType(), logits,
-        fwd.builder.getF64FloatAttr(*text.finalSoftcap));
-  endForward(fwd, Value(CrossEntropyOp::create(fwd.builder, fwd.loc(), lossType, logits, fwd.entry->getArguments().back())));
+                               fwd.builder.getF64FloatAttr(*text.finalSoftcap));
+  endForward(fwd, Value(CrossEntropyOp::create(
+                      fwd.builder, fwd.loc(), lossType, logits,
+                      fwd.entry->getArguments().back())));
 
   if (text.tieEmbeddings) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToEnd(model.getBody());
     Operation *embedWeight = SymbolTable::lookupSymbolIn(embedOwner, "weight");
     Operation *headWeight = SymbolTable::lookupSymbolIn(lmHead, "weight");
-    TieOp::create(builder, loc, builder.getArrayAttr({getRelativeRef(model, embedWeight),
-                                   getRelativeRef(model, headWeight)}));
+    TieOp::create(builder, loc,
+                  builder.getArrayAttr({getRelativeRef(model, embedWeight),
+                                        getRelativeRef(model, headWeight)}));
   }
   return top;
 }

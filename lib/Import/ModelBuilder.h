@@ -52,6 +52,8 @@ struct AttentionSpec {
   QkNormKind qkNorm = QkNormKind::None;
   /// Values are the key projection (Gemma 4 full attention): no v_proj.
   bool kEqV = false;
+  /// Values are RMS-normalised per head without a scale (Gemma 4's v_norm).
+  bool vNorm = false;
   bool causal = true;
   std::optional<int64_t> slidingWindow;
   std::optional<double> logitSoftcap;
@@ -68,8 +70,7 @@ struct LayerSpec {
 
 /// What the layers of one stack share, and the layers themselves.
 struct StackSpec {
-  std::string layerClass, attentionClass, mlpClass, normClass,
-      activationClass;
+  std::string layerClass, attentionClass, mlpClass, normClass, activationClass;
   int64_t hidden = 0, intermediate = 0;
   NormKind norm = NormKind::Rms;
   double normEps = 1e-6;

@@ -199,7 +199,7 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
     while (Operation *op = g.producer(v)) {
       if (auto linear = dyn_cast<LinearOp>(op))
         return linear;
-      if (!isa<RmsNormOp, LayerNormOp, RopeOp>(op))
+      if (!isa<RmsNormOp, RmsNormalizeOp, LayerNormOp, RopeOp>(op))
         return {};
       path.push_back(op);
       v = op->getOperand(0);
@@ -283,6 +283,10 @@ struct ApplyTpPass : public impl::ApplyTpBase<ApplyTpPass> {
             groupSize = rope.getHeadDim();
             what = "head_dim = " + std::to_string(groupSize) +
                    " on the parc.rope in " + layerPath;
+          } else if (auto normalize = dyn_cast<RmsNormalizeOp>(op)) {
+            groupSize = normalize.getGroupSize();
+            what = "group_size = " + std::to_string(groupSize) +
+                   " on the parc.rms_normalize in " + layerPath;
           } else {
             projectionNorms.insert(op);
             SymbolRefAttr ref = isa<RmsNormOp>(op)

@@ -61,6 +61,7 @@ const std::map<std::string, OpKind> &opKinds() {
       {"parc.linear", OpKind::Linear},
       {"parc.matmul", OpKind::Matmul},
       {"parc.rms_norm", OpKind::RmsNorm},
+      {"parc.rms_normalize", OpKind::RmsNormalize},
       {"parc.layer_norm", OpKind::LayerNorm},
       {"parc.rope", OpKind::Rope},
       {"parc.attention", OpKind::Attention},
@@ -352,6 +353,10 @@ static bool checkCompiledOp(const CompiledOp &op, const std::string &where,
     error = where + ": op '" + op.name + "' has no weight";
     return false;
   }
+  if (op.kind == OpKind::RmsNormalize && op.groupSize <= 0) {
+    error = where + ": rms_normalize needs a positive group_size";
+    return false;
+  }
   if (op.rematSave && (op.kind == OpKind::Call || op.results.size() != 1)) {
     error = where + ": op '" + op.name +
             "' is marked parc.remat_save but is not one kernel with one "
@@ -406,6 +411,8 @@ bool Executor::readOpAttrs(const plan::ForwardOp &entry,
         op.kvHeads = attr->int_value();
       else if (name == "head_dim")
         op.headDim = attr->int_value();
+      else if (name == "group_size")
+        op.groupSize = attr->int_value();
       else if (name == "theta")
         op.theta = attr->float_value();
       else if (name == "parc.recompute")

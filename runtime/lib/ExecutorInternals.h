@@ -24,6 +24,7 @@ enum class OpKind {
   Linear,
   Matmul,
   RmsNorm,
+  RmsNormalize,
   LayerNorm,
   Rope,
   Attention,
@@ -50,6 +51,8 @@ struct CompiledOp {
   double eps = 0, scale = 1, theta = 10000, cap = 0;
   bool hasScale = false, unitOffset = false, causal = false;
   int64_t window = 0, heads = 0, kvHeads = 0, headDim = 0;
+  /// rms_normalize: elements per normalised group (one head).
+  int64_t groupSize = 0;
   Activation activation = Activation::Silu;
   /// Rope scaling: "" (none), "linear" or "llama3".
   std::string ropeType;

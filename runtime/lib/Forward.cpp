@@ -597,6 +597,23 @@ at::Tensor rmsNorm(const CompiledOp &op, const at::Tensor &x,
   return (normed * scale).reshape(x.sizes()).to(x.scalar_type());
 }
 
+/// Gemma4RMSNorm(with_scale=False): each group of `groupSize` along the last
+/// dimension normalised in fp32, as x * pow(mean(x^2) + eps, -0.5).
+at::Tensor rmsNormalize(const CompiledOp &op, const at::Tensor &x) {
+  std::vector<int64_t> grouped = x.sizes().vec();
+  int64_t last = grouped.back();
+  if (last % op.groupSize != 0)
+    throw std::runtime_error("forward of '" + op.module + "': rms_normalize " +
+                             "of a last dimension of " + std::to_string(last) +
+                             " in groups of " + std::to_string(op.groupSize));
+  grouped.back() = last / op.groupSize;
+  grouped.push_back(op.groupSize);
+  at::Tensor xf = x.to(at::kFloat).reshape(grouped);
+  at::Tensor normed =
+      xf * at::pow(xf.pow(2).mean({-1}, /*keepdim=*/true) + op.eps, -0.5);
+  return normed.reshape(x.sizes()).to(x.scalar_type());
+}
+
 /// Rotary embedding of every head of `x` with the tables of its sequence.
 at::Tensor rotate(const CompiledOp &op, const at::Tensor &x,
                   const at::Tensor &cosTable, const at::Tensor &sinTable) {
@@ -719,6 +736,8 @@ at::Tensor Executor::apply(const CompiledOp &op,
     return at::matmul(in[0], weight);
   case OpKind::RmsNorm:
     return rmsNorm(op, in[0], weight);
+  case OpKind::RmsNormalize:
+    return rmsNormalize(op, in[0]);
   case OpKind::LayerNorm:
     return at::layer_norm(in[0], {weight.numel()}, weight,
                           bias.defined() ? c10::optional<at::Tensor>(bias)

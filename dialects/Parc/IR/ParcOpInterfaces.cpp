@@ -140,21 +140,40 @@ double PositionEmbeddingOp::getFlopsPerElement() {
 double RmsNormOp::getFlopsPerElement() { return kRmsNormFlops; }
 bool RmsNormOp::isCheapToRecompute() { return true; }
 
-void RmsNormOp::recordSaves(SaveRecorder &saves) {
-  saveNormStatistics(saves, getInput(), getWeight());
-  if (!saves.getKernels().eagerNorm)
-    return saves.saveOperand(0);
-  // The composite x.float() * rsqrt(mean(x^2) + eps) * w keeps the fp32
-  // input (for pow and the rstd product: the input itself in fp32), x^2
-  // (mean's backward keeps its input in LibTorch 1.13) and x * rstd (for the
-  // weight gradient), all fp32.
+/// An eager norm's saves: its input in fp32 (the input itself when it is
+/// fp32 already) and `fp32Temporaries` more fp32 tensors of its size.
+static void saveEagerNorm(SaveRecorder &saves, int fp32Temporaries) {
   int64_t size = saves.getOperandElements(0);
   if (saves.getActivationBytes() == 4)
     saves.saveOperand(0);
   else
     saves.saveBuffer(size, 4);
-  saves.saveBuffer(size, 4);
-  saves.saveBuffer(size, 4);
+  for (int i = 0; i < fp32Temporaries; ++i)
+    saves.saveBuffer(size, 4);
+}
+
+void RmsNormOp::recordSaves(SaveRecorder &saves) {
+  saveNormStatistics(saves, getInput(), getWeight());
+  if (!saves.getKernels().eagerNorm)
+    return saves.saveOperand(0);
+  // The composite x.float() * rsqrt(mean(x^2) + eps) * w keeps the fp32
+  // input (for pow and the rstd product), x^2 (mean's backward keeps its
+  // input in LibTorch 1.13) and x * rstd (for the weight gradient).
+  saveEagerNorm(saves, 2);
+}
+
+/// The norm without its scale: the same statistics and the input kept.
+double RmsNormalizeOp::getFlopsPerElement() { return kRmsNormFlops - 1; }
+bool RmsNormalizeOp::isCheapToRecompute() { return true; }
+
+void RmsNormalizeOp::recordSaves(SaveRecorder &saves) {
+  saves.saveStatistics(saves.getRows() *
+                       (getStaticLastDim(getInput()) / getGroupSize()) * 4);
+  if (!saves.getKernels().eagerNorm)
+    return saves.saveOperand(0);
+  // The composite x.float() * pow(mean(x^2) + eps, -0.5) keeps the fp32
+  // input and x^2.
+  saveEagerNorm(saves, 1);
 }
 
 double LayerNormOp::getFlopsPerElement() { return kLayerNormFlops; }

@@ -470,6 +470,19 @@ LogicalResult RmsNormOp::verifySymbolUses(SymbolTableCollection &tables) {
   return success();
 }
 
+LogicalResult RmsNormalizeOp::verify() {
+  if (!(getEps().convertToDouble() >= 0) ||
+      !std::isfinite(getEps().convertToDouble()))
+    return emitOpError() << "eps is " << getEps().convertToDouble()
+                         << "; it is finite and not negative";
+  int64_t width = rankedType(getInput()).getShape().back();
+  if (!ShapedType::isDynamic(width) && width % getGroupSize() != 0)
+    return emitOpError() << "last dimension " << width
+                         << " is not a multiple of the group size "
+                         << getGroupSize();
+  return success();
+}
+
 LogicalResult LayerNormOp::verifySymbolUses(SymbolTableCollection &tables) {
   FailureOr<RankedTensorType> weight =
       resolveParamType(*this, getWeight(), tables, "weight", 1);

@@ -194,7 +194,7 @@ def Parc_EmbeddingOp : Parc_ParamUserOp<"embedding", [
   }];
   let arguments = (ins RankedTensorOf<[AnySignlessInteger]>:$ids,
                        SymbolRefAttr:$weight, OptionalAttr<F64Attr>:$scale);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = [{
     $ids `,` $weight attr-dict `:` type($ids) `->` type($result)
   }];
@@ -207,9 +207,9 @@ def Parc_LinearOp : Parc_ParamUserOp<"linear", [
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves",
         "getSaveListClass"]>]> {
   let summary = "y = x W^T (+ b), as torch.nn.Linear";
-  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
+  let arguments = (ins AnyNon0RankedTensor:$input, SymbolRefAttr:$weight,
                        OptionalAttr<SymbolRefAttr>:$bias);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `->`
     type($result)
@@ -227,8 +227,8 @@ def Parc_MatmulOp : Parc_ParamUserOp<"matmul", [
     A matrix product with a parameter stored input-major, as Gemma 3's
     `mm_input_projection_weight`; unlike `parc.linear` it is not transposed.
   }];
-  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins AnyNon0RankedTensor:$input, SymbolRefAttr:$weight);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight attr-dict `:` type($input) `->` type($result)
   }];
@@ -239,9 +239,9 @@ def Parc_PatchEmbeddingOp : Parc_ParamUserOp<"patch_embedding", [
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["recordSaves"]>]> {
   let summary = "Non-overlapping patch projection (Conv2d with stride = kernel)";
-  let arguments = (ins AnyRankedTensor:$pixels, SymbolRefAttr:$weight,
+  let arguments = (ins AnyNon0RankedTensor:$pixels, SymbolRefAttr:$weight,
                        OptionalAttr<SymbolRefAttr>:$bias);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = [{
     $pixels `,` $weight (`bias` $bias^)? attr-dict `:` type($pixels) `->`
     type($result)
@@ -260,12 +260,12 @@ def Parc_PositionEmbeddingOp : Parc_ParamUserOp<"position_embedding", [
     axis of an image's patch grid [axes, positions, width] whose rows at the
     patch's coordinates are summed (Gemma 4's `position_embedding_table`).
   }];
-  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight);
+  let arguments = (ins AnyNon0RankedTensor:$input, SymbolRefAttr:$weight);
   let extraClassDeclaration = [{
     /// How many tables `table` holds (1 for a rank-2 table).
     static int64_t getTableAxes(::mlir::RankedTensorType table);
   }];
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$input `,` $weight attr-dict `:` type($input)";
 }
 
@@ -283,10 +283,31 @@ def Parc_RmsNormOp : Parc_ParamUserOp<"rms_norm", [
     whole hidden vector for a layer norm, one head for Gemma's and Qwen3's
     q/k norms. `unit_offset` scales by (1 + weight) as Gemma does.
   }];
-  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
+  let arguments = (ins AnyNon0RankedTensor:$input, SymbolRefAttr:$weight,
                        F64Attr:$eps, UnitAttr:$unit_offset);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$input `,` $weight attr-dict `:` type($input)";
+}
+
+def Parc_RmsNormalizeOp : Parc_Op<"rms_normalize", [
+    Parc_TpShardingOpInterface,
+    DeclareOpInterfaceMethods<Parc_FlopsOpInterface,
+        ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Parc_AutogradOpInterface,
+        ["recordSaves", "isCheapToRecompute"]>,
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMS normalisation over groups of the last dimension, unscaled";
+  let description = [{
+    Normalises each group of `group_size` elements along the last dimension
+    in fp32, with no learned scale: Gemma 4's `v_norm`
+    (`Gemma4RMSNorm(with_scale=False)`) over each value head.
+  }];
+  let arguments = (ins AnyNon0RankedTensor:$input,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$group_size,
+                       F64Attr:$eps);
+  let results = (outs AnyNon0RankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 def Parc_LayerNormOp : Parc_ParamUserOp<"layer_norm", [
@@ -298,9 +319,9 @@ def Parc_LayerNormOp : Parc_ParamUserOp<"layer_norm", [
         ["recordSaves", "isCheapToRecompute"]>,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "Layer normalisation over the last dimension";
-  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$weight,
+  let arguments = (ins AnyNon0RankedTensor:$input, SymbolRefAttr:$weight,
                        OptionalAttr<SymbolRefAttr>:$bias, F64Attr:$eps);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input)
   }];
@@ -318,9 +339,9 @@ def Parc_RopeOp : Parc_Op<"rope", [
     Rotates each `head_dim` slice of the last dimension by its position;
     `scaling` carries the config's `rope_scaling` (llama3, linear, ...).
   }];
-  let arguments = (ins AnyRankedTensor:$input, I64Attr:$head_dim,
+  let arguments = (ins AnyNon0RankedTensor:$input, I64Attr:$head_dim,
                        F64Attr:$theta, OptionalAttr<DictionaryAttr>:$scaling);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -340,12 +361,12 @@ def Parc_AttentionOp : Parc_Op<"attention", [
     marks layers whose values are their keys' projection (Gemma 4's
     full-attention layers), so `key` and `value` come from one projection.
   }];
-  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
-                       AnyRankedTensor:$value, I64Attr:$num_heads,
+  let arguments = (ins AnyNon0RankedTensor:$query, AnyNon0RankedTensor:$key,
+                       AnyNon0RankedTensor:$value, I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
                        UnitAttr:$causal, OptionalAttr<I64Attr>:$sliding_window,
                        OptionalAttr<F64Attr>:$softcap, UnitAttr:$k_eq_v);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` `(` type($query) `,` type($key)
     `,` type($value) `)` `->` type($result)
@@ -360,8 +381,8 @@ def Parc_AddOp : Parc_Op<"add", [
     DeclareOpInterfaceMethods<Parc_AutogradOpInterface, ["isCheapToRecompute"]>,
     Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise addition (residual connections)";
-  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins AnyNon0RankedTensor:$lhs, AnyNon0RankedTensor:$rhs);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
@@ -373,8 +394,8 @@ def Parc_MulOp : Parc_Op<"mul", [
         ["recordSaves", "isCheapToRecompute"]>,
     Pure, SameOperandsAndResultType]> {
   let summary = "Elementwise multiplication (gated MLPs)";
-  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins AnyNon0RankedTensor:$lhs, AnyNon0RankedTensor:$rhs);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
@@ -386,8 +407,8 @@ def Parc_ActivationOp : Parc_Op<"activation", [
         ["recordSaves", "isCheapToRecompute"]>,
     Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Pointwise activation";
-  let arguments = (ins Parc_ActivationKind:$kind, AnyRankedTensor:$input);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins Parc_ActivationKind:$kind, AnyNon0RankedTensor:$input);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
 }
 
@@ -400,8 +421,8 @@ def Parc_SoftcapOp : Parc_Op<"softcap", [
         ["recordSaves", "isCheapToRecompute"]>,
     Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "cap * tanh(x / cap): Gemma's final logit softcap";
-  let arguments = (ins AnyRankedTensor:$input, F64Attr:$cap);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins AnyNon0RankedTensor:$input, F64Attr:$cap);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -411,8 +432,8 @@ def Parc_AvgPoolTokensOp : Parc_Op<"avg_pool_tokens", [
     DeclareOpInterfaceMethods<Parc_FlopsOpInterface, ["getFlops"]>,
     Pure]> {
   let summary = "Average-pool a square grid of tokens by kernel x kernel";
-  let arguments = (ins AnyRankedTensor:$input, I64Attr:$kernel);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins AnyNon0RankedTensor:$input, I64Attr:$kernel);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -421,8 +442,8 @@ def Parc_MergeImageFeaturesOp : Parc_Op<"merge_image_features", [
     DeclareOpInterfaceMethods<Parc_TpShardingOpInterface, ["inferTpShards"]>,
     Pure, AllTypesMatch<["text", "result"]>]> {
   let summary = "Place image features at the image-token positions";
-  let arguments = (ins AnyRankedTensor:$text, AnyRankedTensor:$image);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins AnyNon0RankedTensor:$text, AnyNon0RankedTensor:$image);
+  let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = [{
     $text `,` $image attr-dict `:` type($text) `,` type($image)
   }];

@@ -239,6 +239,49 @@ parc.model @norm_group class "M" {
 
 // -----
 
+func.func @rms_norm_rank0(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error@+1 {{operand #0 must be non-0-ranked.tensor}}
+  %n = parc.rms_normalize %x {eps = 1.0e-6 : f64, group_size = 4 : i64} : tensor<f32>
+  return %n : tensor<f32>
+}
+
+// -----
+
+func.func @rms_normalize_group(%x: tensor<?x?x12xf32>) -> tensor<?x?x12xf32> {
+  // expected-error@+1 {{last dimension 12 is not a multiple of the group size 5}}
+  %n = parc.rms_normalize %x {eps = 1.0e-6 : f64, group_size = 5 : i64} : tensor<?x?x12xf32>
+  return %n : tensor<?x?x12xf32>
+}
+
+// -----
+
+func.func @rms_normalize_group_zero(%x: tensor<?x?x12xf32>) -> tensor<?x?x12xf32> {
+  // expected-error@+1 {{attribute 'group_size' failed to satisfy constraint}}
+  %n = parc.rms_normalize %x {eps = 1.0e-6 : f64, group_size = 0 : i64} : tensor<?x?x12xf32>
+  return %n : tensor<?x?x12xf32>
+}
+
+// -----
+
+func.func @rms_normalize_eps(%x: tensor<?x?x12xf32>) -> tensor<?x?x12xf32> {
+  // expected-error@+1 {{eps is -1.000000e+00; it is finite and not negative}}
+  %n = parc.rms_normalize %x {eps = -1.0 : f64, group_size = 4 : i64} : tensor<?x?x12xf32>
+  return %n : tensor<?x?x12xf32>
+}
+
+// -----
+
+parc.model @rms_norm_scalar class "M" {
+  parc.param @w : tensor<4xf32>
+  func.func @forward(%x: tensor<f32>) -> tensor<f32> {
+    // expected-error@+1 {{operand #0 must be non-0-ranked.tensor}}
+    %n = parc.rms_norm %x, @w {eps = 1.0e-6 : f64} : tensor<f32>
+    return %n : tensor<f32>
+  }
+}
+
+// -----
+
 parc.model @layer_norm_size class "M" {
   parc.param @w : tensor<8xf32>
   func.func @forward(%x: tensor<?x?x12xf32>) -> tensor<?x?x12xf32> {

@@ -282,3 +282,20 @@ parc.model @scheduled class "M" {
 // CHECK-SAME: parc.pp_tied_copies = [#parc.pp_tied<params = [@embed::@weight, @head::@weight], stages = [0, 1]>]
 parc.model @tied_copies class "M" attributes {parc.pp = #parc.pp<stages = 2, schedule = "1f1b", chunks = 1, microbatches = 2, in_flight = [2, 1], bubble = 0.0 : f64>, parc.pp_schedule = [#parc.pp_steps<stage = 0, steps = [F0, F1, B0, B1]>, #parc.pp_steps<stage = 1, steps = [F0, B0, F1, B1]>], parc.pp_tied_copies = [#parc.pp_tied<params = [@embed::@weight, @head::@weight], stages = [0, 1]>]} {
 }
+
+// -----
+// Gemma 4's value norm: a module without a weight, and the unscaled
+// per-head RMS normalisation its parent's forward applies.
+
+// CHECK-LABEL: parc.model @value_norm class "M"
+parc.model @value_norm class "M" {
+  // CHECK: parc.module @v_norm "Gemma4RMSNorm" leaf {
+  // CHECK-NEXT: }
+  parc.module @v_norm "Gemma4RMSNorm" leaf {
+  }
+  func.func @forward(%v: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+    // CHECK: parc.rms_normalize %{{.*}} {eps = 9.9999999999999995E-7 : f64, group_size = 8 : i64} : tensor<?x?x16xf32>
+    %n = parc.rms_normalize %v {eps = 1.0e-6 : f64, group_size = 8 : i64} : tensor<?x?x16xf32>
+    return %n : tensor<?x?x16xf32>
+  }
+}
