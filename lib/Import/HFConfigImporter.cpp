@@ -137,6 +137,8 @@ private:
   void checkHeads(const ConfigSection &config, StringRef kvKey, int64_t heads,
                   int64_t kvHeads);
 
+  void readGemma4Rope(const ConfigSection &params, StringRef layerType,
+                      double &theta, double &partial);
   void readLlamaFamily(const ConfigSection &config, const FamilyRow &family,
                        TextModelSpec &text);
   void readGemmaText(const ConfigSection &config, const FamilyRow &row,
@@ -241,6 +243,42 @@ ActivationKind HFConfigImporter::readActivation(const ConfigSection &config,
                     << "' (supported: silu, gelu_pytorch_tanh, gelu, relu)";
   className = "Identity";
   return ActivationKind::Silu;
+}
+
+/// One entry of Gemma 4's rope_parameters: "default" rotates the whole head,
+/// "proportional" the `partial_rotary_factor` share of its frequency pairs.
+void HFConfigImporter::readGemma4Rope(const ConfigSection &params,
+                                      StringRef layerType, double &theta,
+                                      double &partial) {
+  std::optional<ConfigSection> entry = params.section(layerType);
+  if (!entry) {
+    params.error(layerType) << "'" << params.keyPath(layerType)
+                            << "' is missing; Gemma 4 needs a rotary "
+                               "embedding for each layer type";
+    return;
+  }
+  std::string kind = entry->getString("rope_type", "default");
+  theta = entry->getFloat("rope_theta", theta);
+  if (!(theta > 0) || !std::isfinite(theta))
+    entry->error("rope_theta")
+        << "'" << entry->keyPath("rope_theta") << "' must be positive";
+  partial = 1.0;
+  if (kind == "proportional") {
+    partial = entry->getFloat("partial_rotary_factor", 1.0);
+    if (!(partial > 0 && partial <= 1)) {
+      entry->error("partial_rotary_factor")
+          << "'" << entry->keyPath("partial_rotary_factor")
+          << "' must be in (0, 1]";
+      partial = 1.0;
+    }
+  } else if (kind != "default") {
+    entry->error("rope_type")
+        << "'" << entry->keyPath("rope_type") << "' is '" << kind
+        << "'; Gemma 4 layers use default or proportional";
+  }
+  if (entry->getFloat("factor", 1.0) != 1.0)
+    entry->error("factor") << "'" << entry->keyPath("factor")
+                           << "' other than 1 is not supported";
 }
 
 DictionaryAttr HFConfigImporter::readRopeScaling(const ConfigSection &config) {
@@ -433,6 +471,16 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
   double localTheta = config.getFloat("rope_local_base_freq", 10000.0);
   // rope_scaling stretches the global (full-attention) rope only.
   DictionaryAttr globalScaling = readRopeScaling(config);
+  // Gemma4TextConfig keeps one rotary embedding per layer type in
+  // rope_parameters; without the key, sliding layers rotate fully at 1e4 and
+  // full layers proportionally, a quarter of each head, at 1e6.
+  double localPartial = 1.0, globalPartial = isGemma4 ? 0.25 : 1.0;
+  if (isGemma4)
+    if (std::optional<ConfigSection> params =
+            config.section("rope_parameters")) {
+      readGemma4Rope(*params, "sliding_attention", localTheta, localPartial);
+      readGemma4Rope(*params, "full_attention", globalTheta, globalPartial);
+    }
   std::optional<double> queryScalar =
       config.getOptionalFloat("query_pre_attn_scalar", std::nullopt);
 
@@ -501,6 +549,16 @@ void HFConfigImporter::readGemmaText(const ConfigSection &config,
             ? 1.0
             : 1.0 / std::sqrt(queryScalar.value_or(double(attention.headDim)));
     attention.ropeTheta = full ? globalTheta : localTheta;
+    // _compute_proportional_rope_parameters: int(factor * head_dim // 2)
+    // pairs rotate, the rest of the head's frequencies are zero.
+    int64_t pairs = int64_t(std::floor((full ? globalPartial : localPartial) *
+                                       attention.headDim / 2));
+    if (pairs < 1)
+      config.error("rope_parameters")
+          << "the partial_rotary_factor of '" << type << "' rotates no pair "
+          << "of a " << attention.headDim << "-wide head";
+    else if (pairs < attention.headDim / 2)
+      attention.ropeRotatedPairs = pairs;
     if (full)
       attention.ropeScaling = globalScaling;
     if (!full)

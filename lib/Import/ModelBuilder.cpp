@@ -285,7 +285,10 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
       return RopeOp::create(b, fwd.loc(), input.getType(), input,
                             b.getI64IntegerAttr(spec.headDim),
                             b.getF64FloatAttr(*spec.ropeTheta),
-                            spec.ropeScaling);
+                            spec.ropeScaling,
+                            spec.ropeRotatedPairs
+                                ? b.getI64IntegerAttr(*spec.ropeRotatedPairs)
+                                : IntegerAttr());
     };
     query = rope(query);
     key = rope(key);

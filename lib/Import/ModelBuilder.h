@@ -61,6 +61,9 @@ struct AttentionSpec {
   /// No value: the stack uses no rotary embedding (vision encoders).
   std::optional<double> ropeTheta;
   DictionaryAttr ropeScaling;
+  /// Proportional RoPE: how many of a head's frequency pairs rotate (no
+  /// value: all of them).
+  std::optional<int64_t> ropeRotatedPairs;
 };
 
 struct LayerSpec {

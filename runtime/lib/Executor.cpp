@@ -353,6 +353,12 @@ static bool checkCompiledOp(const CompiledOp &op, const std::string &where,
     error = where + ": op '" + op.name + "' has no weight";
     return false;
   }
+  if (op.kind == OpKind::Rope &&
+      (op.rotatedPairs < 0 || op.rotatedPairs > op.headDim / 2)) {
+    error = where + ": rope rotates " + std::to_string(op.rotatedPairs) +
+            " pairs of a " + std::to_string(op.headDim) + "-wide head";
+    return false;
+  }
   if (op.kind == OpKind::RmsNormalize && op.groupSize <= 0) {
     error = where + ": rms_normalize needs a positive group_size";
     return false;
@@ -413,6 +419,8 @@ bool Executor::readOpAttrs(const plan::ForwardOp &entry,
         op.headDim = attr->int_value();
       else if (name == "group_size")
         op.groupSize = attr->int_value();
+      else if (name == "rotated_pairs")
+        op.rotatedPairs = attr->int_value();
       else if (name == "theta")
         op.theta = attr->float_value();
       else if (name == "parc.recompute")

@@ -53,6 +53,8 @@ struct CompiledOp {
   int64_t window = 0, heads = 0, kvHeads = 0, headDim = 0;
   /// rms_normalize: elements per normalised group (one head).
   int64_t groupSize = 0;
+  /// rope: frequency pairs that rotate (0: all of them).
+  int64_t rotatedPairs = 0;
   Activation activation = Activation::Silu;
   /// Rope scaling: "" (none), "linear" or "llama3".
   std::string ropeType;

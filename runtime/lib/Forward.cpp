@@ -532,7 +532,7 @@ std::vector<at::Tensor> Executor::runOp(const CompiledOp &op,
 at::Tensor Executor::ropeTables(int64_t seq, const CompiledOp &op, bool sine) {
   std::ostringstream key;
   key << seq << "/" << op.headDim << "/" << op.theta << "/" << op.ropeType
-      << "/" << op.ropeFactor << "/" << sine;
+      << "/" << op.ropeFactor << "/" << op.rotatedPairs << "/" << sine;
   auto it = ropeCache.find(key.str());
   if (it != ropeCache.end())
     return it->second;
@@ -558,7 +558,10 @@ at::Tensor Executor::ropeTables(int64_t seq, const CompiledOp &op, bool sine) {
     at::Tensor medium = (wavelen >= highWavelen) & (wavelen <= lowWavelen);
     invFreq = at::where(medium, smoothed, scaled);
   }
-  (void)half;
+  // Proportional RoPE: the frequencies past the rotated pairs are zero
+  // (cos 1, sin 0), so those channels pass through.
+  if (op.rotatedPairs > 0 && op.rotatedPairs < half)
+    invFreq.slice(0, op.rotatedPairs).zero_();
   at::Tensor positions = at::arange(seq, at::kDouble);
   at::Tensor freqs = at::outer(positions, invFreq).to(at::kFloat);
   at::Tensor emb = at::cat({freqs, freqs}, -1).view({1, seq, 1, op.headDim});

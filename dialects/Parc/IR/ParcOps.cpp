@@ -509,6 +509,10 @@ LogicalResult RopeOp::verify() {
   if (!ShapedType::isDynamic(width) && width % headDim != 0)
     return emitOpError() << "last dimension " << width
                          << " is not a multiple of head_dim " << headDim;
+  if (std::optional<int64_t> pairs = getRotatedPairs();
+      pairs && *pairs > headDim / 2)
+    return emitOpError() << "rotated_pairs " << *pairs
+                         << " exceeds head_dim / 2 = " << headDim / 2;
   return success();
 }
 

@@ -338,9 +338,15 @@ def Parc_RopeOp : Parc_Op<"rope", [
   let description = [{
     Rotates each `head_dim` slice of the last dimension by its position;
     `scaling` carries the config's `rope_scaling` (llama3, linear, ...).
+    With `rotated_pairs`, only the first that many of the head's
+    `head_dim / 2` frequencies are non-zero (exponents still over
+    `head_dim`), the rest rotate by nothing: Gemma 4's proportional RoPE,
+    `int(partial_rotary_factor * head_dim // 2)` pairs.
   }];
   let arguments = (ins AnyNon0RankedTensor:$input, I64Attr:$head_dim,
-                       F64Attr:$theta, OptionalAttr<DictionaryAttr>:$scaling);
+                       F64Attr:$theta, OptionalAttr<DictionaryAttr>:$scaling,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:
+                           $rotated_pairs);
   let results = (outs AnyNon0RankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
