@@ -583,16 +583,26 @@ at::Tensor vocabShardEmbedding(const at::Tensor &weight, const at::Tensor &ids,
          mine.unsqueeze(-1).to(weight.scalar_type());
 }
 
+/// `x` in fp32 with its last dimension split into groups of `group` (the
+/// whole vector, or one head), the shape a per-group norm reduces over.
+at::Tensor fp32Groups(const CompiledOp &op, const at::Tensor &x,
+                      int64_t group) {
+  std::vector<int64_t> grouped = x.sizes().vec();
+  int64_t last = grouped.back();
+  if (last % group != 0)
+    throw std::runtime_error("forward of '" + op.module + "': " + op.name +
+                             " of a last dimension of " + std::to_string(last) +
+                             " in groups of " + std::to_string(group));
+  grouped.back() = last / group;
+  grouped.push_back(group);
+  return x.to(at::kFloat).reshape(grouped);
+}
+
 /// Normalises each group of the weight's size along the last dimension
 /// (the whole vector, or one head for q/k norms), in fp32.
 at::Tensor rmsNorm(const CompiledOp &op, const at::Tensor &x,
                    const at::Tensor &weight) {
-  int64_t group = weight.numel();
-  std::vector<int64_t> grouped = x.sizes().vec();
-  int64_t last = grouped.back();
-  grouped.back() = last / group;
-  grouped.push_back(group);
-  at::Tensor xf = x.to(at::kFloat).reshape(grouped);
+  at::Tensor xf = fp32Groups(op, x, weight.numel());
   at::Tensor normed =
       xf * at::rsqrt(xf.pow(2).mean({-1}, /*keepdim=*/true) + op.eps);
   at::Tensor scale =
@@ -603,15 +613,7 @@ at::Tensor rmsNorm(const CompiledOp &op, const at::Tensor &x,
 /// Gemma4RMSNorm(with_scale=False): each group of `groupSize` along the last
 /// dimension normalised in fp32, as x * pow(mean(x^2) + eps, -0.5).
 at::Tensor rmsNormalize(const CompiledOp &op, const at::Tensor &x) {
-  std::vector<int64_t> grouped = x.sizes().vec();
-  int64_t last = grouped.back();
-  if (last % op.groupSize != 0)
-    throw std::runtime_error("forward of '" + op.module + "': rms_normalize " +
-                             "of a last dimension of " + std::to_string(last) +
-                             " in groups of " + std::to_string(op.groupSize));
-  grouped.back() = last / op.groupSize;
-  grouped.push_back(op.groupSize);
-  at::Tensor xf = x.to(at::kFloat).reshape(grouped);
+  at::Tensor xf = fp32Groups(op, x, op.groupSize);
   at::Tensor normed =
       xf * at::pow(xf.pow(2).mean({-1}, /*keepdim=*/true) + op.eps, -0.5);
   return normed.reshape(x.sizes()).to(x.scalar_type());

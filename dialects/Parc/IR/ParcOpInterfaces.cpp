@@ -71,13 +71,16 @@ int64_t getStaticLastDim(Value value) {
 /// The fp32 rstd (or mean and rstd share) a norm keeps: one per row and
 /// normalised group (the weight's size is the group: the hidden vector, or
 /// one head for q/k norms).
+void saveNormStatistics(SaveRecorder &saves, Value input, int64_t groupSize) {
+  saves.saveStatistics(saves.getRows() * (getStaticLastDim(input) / groupSize) *
+                       4);
+}
 void saveNormStatistics(SaveRecorder &saves, Value input,
                         SymbolRefAttr weight) {
   ParamOp param = saves.lookupParam(weight);
-  int64_t groupSize =
-      param ? std::max<int64_t>(1, param.getTensorType().getDimSize(0)) : 1;
-  saves.saveStatistics(saves.getRows() * (getStaticLastDim(input) / groupSize) *
-                       4);
+  saveNormStatistics(
+      saves, input,
+      param ? std::max<int64_t>(1, param.getTensorType().getDimSize(0)) : 1);
 }
 
 } // namespace
@@ -167,8 +170,7 @@ double RmsNormalizeOp::getFlopsPerElement() { return kRmsNormFlops - 1; }
 bool RmsNormalizeOp::isCheapToRecompute() { return true; }
 
 void RmsNormalizeOp::recordSaves(SaveRecorder &saves) {
-  saves.saveStatistics(saves.getRows() *
-                       (getStaticLastDim(getInput()) / getGroupSize()) * 4);
+  saveNormStatistics(saves, getInput(), getGroupSize());
   if (!saves.getKernels().eagerNorm)
     return saves.saveOperand(0);
   // The composite x.float() * pow(mean(x^2) + eps, -0.5) keeps the fp32

@@ -457,17 +457,24 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
+/// A per-group norm needs its groups to tile the input's last dimension.
+static LogicalResult verifyGroupsTile(Operation *op, Value input, int64_t group,
+                                      StringRef what) {
+  int64_t width = rankedType(input).getShape().back();
+  if (!ShapedType::isDynamic(width) && width % group != 0)
+    return op->emitOpError()
+           << "last dimension " << width << " is not a multiple of the " << what
+           << " " << group;
+  return success();
+}
+
 LogicalResult RmsNormOp::verifySymbolUses(SymbolTableCollection &tables) {
   FailureOr<RankedTensorType> weight =
       resolveParamType(*this, getWeight(), tables, "weight", 1);
   if (failed(weight))
     return failure();
-  int64_t width = rankedType(getInput()).getShape().back();
-  int64_t group = weight->getDimSize(0);
-  if (!ShapedType::isDynamic(width) && width % group != 0)
-    return emitOpError() << "last dimension " << width
-                         << " is not a multiple of the norm size " << group;
-  return success();
+  return verifyGroupsTile(*this, getInput(), weight->getDimSize(0),
+                          "norm size");
 }
 
 LogicalResult RmsNormalizeOp::verify() {
@@ -475,12 +482,7 @@ LogicalResult RmsNormalizeOp::verify() {
       !std::isfinite(getEps().convertToDouble()))
     return emitOpError() << "eps is " << getEps().convertToDouble()
                          << "; it is finite and not negative";
-  int64_t width = rankedType(getInput()).getShape().back();
-  if (!ShapedType::isDynamic(width) && width % getGroupSize() != 0)
-    return emitOpError() << "last dimension " << width
-                         << " is not a multiple of the group size "
-                         << getGroupSize();
-  return success();
+  return verifyGroupsTile(*this, getInput(), getGroupSize(), "group size");
 }
 
 LogicalResult LayerNormOp::verifySymbolUses(SymbolTableCollection &tables) {
