@@ -15,7 +15,12 @@
 # keeping is copied to fuzz/regressions/<target>/ with a test in test/Fuzz/
 # (docs/reliability.md). The last line per target is its final stats.
 #
-# Environment: PARC_FUZZ_SECONDS, PARC_JOBS (build parallelism, default 2).
+# Environment: PARC_FUZZ_SECONDS, PARC_JOBS (build parallelism, default 2),
+# PARC_FUZZ_FORK (default 1; 0 runs in-process: about twice the executions
+# a second, but the run stops at its first finding, so its timeout is 10 s
+# rather than 1 s, which a starved process on a loaded machine would hit;
+# the slowest input is then reported from libFuzzer's final stats and must
+# stay under 1 s).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -74,16 +79,21 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts" "$build/fuzz-logs"
   log="$build/fuzz-logs/$target-$(date +%Y%m%d-%H%M%S).log"
   dict=$(dict_of "$target")
-  args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=1
-        -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1
+  args=(-max_total_time="$seconds" -rss_limit_mb=2048
         -print_final_stats=1 -artifact_prefix="$artifacts/")
+  if [[ ${PARC_FUZZ_FORK:-1} == 0 ]]; then
+    args+=(-timeout=10 -report_slow_units=1)
+  else
+    args+=(-timeout=1 -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  fi
   [[ -z $dict ]] || args+=(-dict="$dict")
   echo "fuzz.sh: $target for ${seconds}s, log $log"
   nice -n 15 "$exe" "${args[@]}" "${flags[@]}" "$corpus" "fuzz/corpus/$target" \
     >"$log" 2>&1 || status=1
-  last=$(grep -E '^#[0-9]+: +cov: ' "$log" | tail -1 || true)
+  last=$(grep -E '^#[0-9]+:?[[:space:]].*cov: ' "$log" | tail -1 || true)
   found=$(find "$artifacts" -type f | wc -l)
-  summary+=("$target: ${last:-no stats (see $log)}; corpus $(ls "$corpus" | wc -l) files; $found artifacts in $artifacts")
+  slowest=$(grep -E '^stat::slowest_unit_time_sec' "$log" | awk '{print $2}' || true)
+  summary+=("$target: ${last:-no stats (see $log)}; slowest input ${slowest:-?} s; corpus $(ls "$corpus" | wc -l) files; $found artifacts in $artifacts")
 done
 printf '%s\n' "${summary[@]}"
 exit $status

@@ -14,6 +14,7 @@
 #include "RecipeReader.h"
 
 #include "parc/Analysis/HardwareProfile.h"
+#include "parc/Plan/NemoRecipe.h"
 #include "parc/Plan/TorchtitanJob.h"
 #include "parc/Transforms/Passes.h"
 
@@ -43,8 +44,32 @@ StringRef mlir::parc::getRecipeFrameworkName(RecipeFramework framework) {
     return "parc";
   case RecipeFramework::Torchtitan:
     return "torchtitan";
+  case RecipeFramework::Nemo:
+    return "nemo-automodel";
   }
   llvm_unreachable("unknown framework");
+}
+
+StringRef mlir::parc::getParcScheduleName(StringRef torchName) {
+  std::string lower = torchName.lower();
+  if (lower == "1f1b")
+    return "1f1b";
+  if (lower == "gpipe")
+    return "gpipe";
+  if (lower == "interleaved1f1b" || lower == "interleaved_1f1b")
+    return "interleaved-1f1b";
+  return "";
+}
+
+StringRef mlir::parc::getParcDtypeName(StringRef torchName) {
+  torchName.consume_front("torch.");
+  if (torchName == "bfloat16")
+    return "bf16";
+  if (torchName == "float16")
+    return "fp16";
+  if (torchName == "float32")
+    return "fp32";
+  return "";
 }
 
 Location PlanRequest::getLocation(StringRef key) const {
@@ -159,6 +184,20 @@ void RecipeReader::load(const TranslatedRecipe &translated) {
 
 void RecipeReader::applyFrameworkDefaults(PlanRequest &request) {
   request.framework = framework;
+  if (framework == RecipeFramework::Nemo) {
+    // FSDP2Config's defaults: reshard_after_forward None is AutoModel's
+    // heuristic (pipeline stages keep their parameters gathered), and
+    // defer_fsdp_grad_sync True keeps unsharded gradients across
+    // micro-batches. The default loss, MaskedCrossEntropy, upcasts the
+    // logits to fp32 (fp32_upcast True).
+    if (!lookup("parallel.fsdp_reshard_after_forward"))
+      request.reshardAfterForward = request.pp == 1;
+    if (!lookup("parallel.fsdp_grad_sync"))
+      request.fsdpGradSync = "last-micro-batch";
+    if (!lookup("train.loss_kernel"))
+      request.lossKernel = "eager";
+    return;
+  }
   if (framework != RecipeFramework::Torchtitan)
     return;
   // torchtitan's "default" reshard_after_forward keeps a pipeline stage's
@@ -553,6 +592,13 @@ FailureOr<PlanRequest> RecipeReader::finish(PlanRequest &request,
 FailureOr<PlanRequest>
 mlir::parc::readRecipe(StringRef text, StringRef filename, StringRef baseDir,
                        ArrayRef<RecipeSetting> settings, MLIRContext *context) {
+  if (isNemoRecipe(text)) {
+    FailureOr<TranslatedRecipe> translated = translateNemoRecipe(
+        text, filename, baseDir, getDefaultModelsDir(), settings, context);
+    if (failed(translated))
+      return failure();
+    return readTranslatedRecipe(*translated, filename, settings, context);
+  }
   return RecipeReader(context, filename, baseDir).read(text, settings);
 }
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "parc/Plan/TorchtitanJob.h"
+#include "FrameworkKeys.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -30,124 +31,97 @@
 
 using namespace mlir;
 using namespace mlir::parc;
+using namespace mlir::parc::framework;
 
 namespace {
 
-/// What parc does with a torchtitan key.
-enum class Use {
-  /// Read by the translation: it plans something.
-  Plan,
-  /// Changes neither memory nor step time: listed as ignored.
-  Ignore,
-};
-
-struct JobKey {
-  llvm::StringLiteral section;
-  /// "*": every key of the section.
-  llvm::StringLiteral name;
-  Use use;
-};
-
 /// torchtitan's keys, section by section, through its 2025 releases.
-constexpr JobKey kJobKeys[] = {
-    {"model", "name", Use::Plan},
-    {"model", "flavor", Use::Plan},
-    {"model", "converters", Use::Plan},
-    {"model", "norm_type", Use::Plan},
-    {"model", "tokenizer_path", Use::Ignore},
-    {"model", "hf_assets_path", Use::Ignore},
-    {"model", "print_after_conversion", Use::Ignore},
-    {"training", "local_batch_size", Use::Plan},
-    {"training", "batch_size", Use::Plan},
-    {"training", "global_batch_size", Use::Plan},
-    {"training", "seq_len", Use::Plan},
-    {"training", "max_norm", Use::Plan},
-    {"training", "mixed_precision_param", Use::Plan},
-    {"training", "mixed_precision_reduce", Use::Plan},
-    {"training", "dtype", Use::Plan},
-    {"training", "compile", Use::Plan},
-    {"training", "enable_cpu_offload", Use::Plan},
-    {"training", "data_parallel_replicate_degree", Use::Plan},
-    {"training", "data_parallel_shard_degree", Use::Plan},
-    {"training", "data_parallel_degree", Use::Plan},
-    {"training", "tensor_parallel_degree", Use::Plan},
-    {"training", "enable_loss_parallel", Use::Plan},
-    {"training", "steps", Use::Ignore},
-    {"training", "warmup_steps", Use::Ignore},
-    {"training", "gc_freq", Use::Ignore},
-    {"training", "seed", Use::Ignore},
-    {"training", "deterministic", Use::Ignore},
-    {"training", "dataset", Use::Ignore},
-    {"training", "dataset_path", Use::Ignore},
-    {"training", "dataloader", Use::Ignore},
-    {"parallelism", "data_parallel_replicate_degree", Use::Plan},
-    {"parallelism", "data_parallel_shard_degree", Use::Plan},
-    {"parallelism", "tensor_parallel_degree", Use::Plan},
-    {"parallelism", "enable_loss_parallel", Use::Plan},
-    {"parallelism", "disable_loss_parallel", Use::Plan},
-    {"parallelism", "enable_sequence_parallel", Use::Plan},
-    {"parallelism", "fsdp_reshard_after_forward", Use::Plan},
-    {"parallelism", "pipeline_parallel_degree", Use::Plan},
-    {"parallelism", "pipeline_parallel_schedule", Use::Plan},
-    {"parallelism", "pipeline_parallel_microbatch_size", Use::Plan},
-    {"parallelism", "pipeline_parallel_microbatches", Use::Plan},
-    {"parallelism", "pipeline_parallel_split_points", Use::Plan},
-    {"parallelism", "pipeline_parallel_layers_per_stage", Use::Plan},
-    {"parallelism", "pipeline_parallel_first_stage_less_layers", Use::Plan},
-    {"parallelism", "pipeline_parallel_last_stage_less_layers", Use::Plan},
-    {"parallelism", "pipeline_parallel_schedule_csv", Use::Plan},
-    {"parallelism", "module_fqns_per_model_part", Use::Plan},
-    {"parallelism", "context_parallel_degree", Use::Plan},
-    {"parallelism", "expert_parallel_degree", Use::Plan},
-    {"parallelism", "expert_tensor_parallel_degree", Use::Plan},
-    {"parallelism", "context_parallel_rotate_method", Use::Ignore},
-    {"parallelism", "context_parallel_load_balancer", Use::Ignore},
-    {"parallelism", "enable_async_tensor_parallel", Use::Ignore},
-    {"parallelism", "enable_compiled_autograd", Use::Ignore},
-    {"parallelism", "enable_fsdp_symm_mem", Use::Ignore},
-    {"parallelism", "expert_parallel_comm_backend", Use::Ignore},
-    {"experimental", "pipeline_parallel_degree", Use::Plan},
-    {"experimental", "pipeline_parallel_schedule", Use::Plan},
-    {"experimental", "pipeline_parallel_microbatches", Use::Plan},
-    {"experimental", "pipeline_parallel_split_points", Use::Plan},
-    {"experimental", "context_parallel_degree", Use::Plan},
-    {"experimental", "*", Use::Ignore},
-    {"activation_checkpoint", "mode", Use::Plan},
-    {"activation_checkpoint", "selective_ac_option", Use::Plan},
-    {"activation_checkpoint", "*", Use::Ignore},
-    {"optimizer", "name", Use::Plan},
-    {"optimizer", "early_step_in_backward", Use::Plan},
-    {"optimizer", "*", Use::Ignore},
-    {"float8", "enable_float8_linear", Use::Plan},
-    {"float8", "enable_fsdp_float8_all_gather", Use::Plan},
-    {"float8", "*", Use::Ignore},
-    {"compile", "enable", Use::Plan},
-    {"compile", "*", Use::Ignore},
-    {"job", "*", Use::Ignore},
-    {"profiling", "*", Use::Ignore},
-    {"metrics", "*", Use::Ignore},
-    {"checkpoint", "*", Use::Ignore},
-    {"lr_scheduler", "*", Use::Ignore},
-    {"comm", "*", Use::Ignore},
-    {"memory_estimation", "*", Use::Ignore},
-    {"fault_tolerance", "*", Use::Ignore},
-    {"validation", "*", Use::Ignore},
-    {"quantize", "*", Use::Ignore},
-    {"mx", "*", Use::Ignore},
+constexpr KeyRow kJobKeys[] = {
+    {"model", "name", KeyUse::Plan},
+    {"model", "flavor", KeyUse::Plan},
+    {"model", "converters", KeyUse::Plan},
+    {"model", "norm_type", KeyUse::Plan},
+    {"model", "tokenizer_path", KeyUse::Ignore},
+    {"model", "hf_assets_path", KeyUse::Ignore},
+    {"model", "print_after_conversion", KeyUse::Ignore},
+    {"training", "local_batch_size", KeyUse::Plan},
+    {"training", "batch_size", KeyUse::Plan},
+    {"training", "global_batch_size", KeyUse::Plan},
+    {"training", "seq_len", KeyUse::Plan},
+    {"training", "max_norm", KeyUse::Plan},
+    {"training", "mixed_precision_param", KeyUse::Plan},
+    {"training", "mixed_precision_reduce", KeyUse::Plan},
+    {"training", "dtype", KeyUse::Plan},
+    {"training", "compile", KeyUse::Plan},
+    {"training", "enable_cpu_offload", KeyUse::Plan},
+    {"training", "data_parallel_replicate_degree", KeyUse::Plan},
+    {"training", "data_parallel_shard_degree", KeyUse::Plan},
+    {"training", "data_parallel_degree", KeyUse::Plan},
+    {"training", "tensor_parallel_degree", KeyUse::Plan},
+    {"training", "enable_loss_parallel", KeyUse::Plan},
+    {"training", "steps", KeyUse::Ignore},
+    {"training", "warmup_steps", KeyUse::Ignore},
+    {"training", "gc_freq", KeyUse::Ignore},
+    {"training", "seed", KeyUse::Ignore},
+    {"training", "deterministic", KeyUse::Ignore},
+    {"training", "dataset", KeyUse::Ignore},
+    {"training", "dataset_path", KeyUse::Ignore},
+    {"training", "dataloader", KeyUse::Ignore},
+    {"parallelism", "data_parallel_replicate_degree", KeyUse::Plan},
+    {"parallelism", "data_parallel_shard_degree", KeyUse::Plan},
+    {"parallelism", "tensor_parallel_degree", KeyUse::Plan},
+    {"parallelism", "enable_loss_parallel", KeyUse::Plan},
+    {"parallelism", "disable_loss_parallel", KeyUse::Plan},
+    {"parallelism", "enable_sequence_parallel", KeyUse::Plan},
+    {"parallelism", "fsdp_reshard_after_forward", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_degree", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_schedule", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_microbatch_size", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_microbatches", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_split_points", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_layers_per_stage", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_first_stage_less_layers", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_last_stage_less_layers", KeyUse::Plan},
+    {"parallelism", "pipeline_parallel_schedule_csv", KeyUse::Plan},
+    {"parallelism", "module_fqns_per_model_part", KeyUse::Plan},
+    {"parallelism", "context_parallel_degree", KeyUse::Plan},
+    {"parallelism", "expert_parallel_degree", KeyUse::Plan},
+    {"parallelism", "expert_tensor_parallel_degree", KeyUse::Plan},
+    {"parallelism", "context_parallel_rotate_method", KeyUse::Ignore},
+    {"parallelism", "context_parallel_load_balancer", KeyUse::Ignore},
+    {"parallelism", "enable_async_tensor_parallel", KeyUse::Ignore},
+    {"parallelism", "enable_compiled_autograd", KeyUse::Ignore},
+    {"parallelism", "enable_fsdp_symm_mem", KeyUse::Ignore},
+    {"parallelism", "expert_parallel_comm_backend", KeyUse::Ignore},
+    {"experimental", "pipeline_parallel_degree", KeyUse::Plan},
+    {"experimental", "pipeline_parallel_schedule", KeyUse::Plan},
+    {"experimental", "pipeline_parallel_microbatches", KeyUse::Plan},
+    {"experimental", "pipeline_parallel_split_points", KeyUse::Plan},
+    {"experimental", "context_parallel_degree", KeyUse::Plan},
+    {"experimental", "*", KeyUse::Ignore},
+    {"activation_checkpoint", "mode", KeyUse::Plan},
+    {"activation_checkpoint", "selective_ac_option", KeyUse::Plan},
+    {"activation_checkpoint", "*", KeyUse::Ignore},
+    {"optimizer", "name", KeyUse::Plan},
+    {"optimizer", "early_step_in_backward", KeyUse::Plan},
+    {"optimizer", "*", KeyUse::Ignore},
+    {"float8", "enable_float8_linear", KeyUse::Plan},
+    {"float8", "enable_fsdp_float8_all_gather", KeyUse::Plan},
+    {"float8", "*", KeyUse::Ignore},
+    {"compile", "enable", KeyUse::Plan},
+    {"compile", "*", KeyUse::Ignore},
+    {"job", "*", KeyUse::Ignore},
+    {"profiling", "*", KeyUse::Ignore},
+    {"metrics", "*", KeyUse::Ignore},
+    {"checkpoint", "*", KeyUse::Ignore},
+    {"lr_scheduler", "*", KeyUse::Ignore},
+    {"comm", "*", KeyUse::Ignore},
+    {"memory_estimation", "*", KeyUse::Ignore},
+    {"fault_tolerance", "*", KeyUse::Ignore},
+    {"validation", "*", KeyUse::Ignore},
+    {"quantize", "*", KeyUse::Ignore},
+    {"mx", "*", KeyUse::Ignore},
 };
-
-const JobKey *findJobKey(StringRef section, StringRef name) {
-  const JobKey *wildcard = nullptr;
-  for (const JobKey &key : kJobKeys) {
-    if (key.section != section)
-      continue;
-    if (key.name == name)
-      return &key;
-    if (key.name == "*")
-      wildcard = &key;
-  }
-  return wildcard;
-}
 
 /// torchtitan's llama3 flavours and the Hugging Face configs of the same
 /// shapes (dim, layers, heads, KV heads, FFN size and vocabulary agree).
@@ -277,30 +251,22 @@ void TorchtitanJob::checkKeys() {
           << sectionName << "]), got a value";
       continue;
     }
-    if (!llvm::any_of(kJobKeys, [&](const JobKey &key) {
-          return key.section == sectionName;
-        })) {
-      llvm::SetVector<StringRef> known;
-      for (const JobKey &key : kJobKeys)
-        known.insert(key.section);
+    if (!hasSection(kJobKeys, sectionName)) {
       error(loc(sectionKey.source()))
           << "torchtitan job: unknown section [" << sectionName
-          << "] (known: " << llvm::join(known, ", ") << ")";
+          << "] (known: " << listSections(kJobKeys) << ")";
       continue;
     }
     for (auto &&[key, value] : *keys) {
-      const JobKey *known = findJobKey(sectionName, key.str());
+      const KeyRow *known = findKeyRow(kJobKeys, sectionName, key.str());
       if (!known) {
-        SmallVector<StringRef> names;
-        for (const JobKey &k : kJobKeys)
-          if (k.section == sectionName)
-            names.push_back(k.name);
         error(loc(key.source()))
             << "torchtitan job: unknown key '" << key.str() << "' in ["
-            << sectionName << "] (known: " << llvm::join(names, ", ") << ")";
+            << sectionName << "] (known: " << listKeys(kJobKeys, sectionName)
+            << ")";
         continue;
       }
-      if (known->use == Use::Ignore)
+      if (known->use == KeyUse::Ignore)
         recipe.ignoredKeys.push_back((sectionName + "." + key.str()).str());
     }
   }
@@ -422,15 +388,6 @@ void TorchtitanJob::translateModel() {
   set("model.hf_config", "'" + std::string(path) + "'", at);
 }
 
-/// torchtitan's dtype names.
-std::optional<StringRef> recipeDtype(StringRef torchName) {
-  if (torchName == "bfloat16")
-    return StringRef("bf16");
-  if (torchName == "float32")
-    return StringRef("fp32");
-  return std::nullopt;
-}
-
 void TorchtitanJob::translateTraining() {
   if (Found seq = find({"training.seq_len"})) {
     if (std::optional<int64_t> value = integer(seq))
@@ -451,8 +408,9 @@ void TorchtitanJob::translateTraining() {
     std::optional<std::string> value = choice(found, choices);
     if (!value)
       return std::nullopt;
-    set(key, recipeDtype(*value)->str(), loc(found));
-    return recipeDtype(*value);
+    StringRef parcName = getParcDtypeName(*value);
+    set(key, parcName.str(), loc(found));
+    return parcName;
   };
   dtype(find({"training.mixed_precision_param"}), "train.compute_dtype",
         {"bfloat16", "float32"});
@@ -586,13 +544,7 @@ void TorchtitanJob::translatePipeline(Found localFound, int64_t local,
   if (schedule)
     if (std::optional<std::string> value = string(schedule))
       name = *value;
-  std::string lower = StringRef(name).lower();
-  StringRef parcSchedule =
-      lower == "1f1b"    ? "1f1b"
-      : lower == "gpipe" ? "gpipe"
-      : lower == "interleaved1f1b" || lower == "interleaved_1f1b"
-          ? "interleaved-1f1b"
-          : "";
+  StringRef parcSchedule = getParcScheduleName(name);
   if (parcSchedule.empty()) {
     error(schedule ? loc(schedule) : fileLoc())
         << "torchtitan job: pipeline schedule '" << name

@@ -41,9 +41,9 @@ namespace mlir::parc {
 /// micro-batch there (torch.distributed.pipelining's stage), and runs TP
 /// with sequence and loss parallel; parc's own recipes default to FSDP2's
 /// plain behaviour.
-enum class RecipeFramework { Parc, Torchtitan };
+enum class RecipeFramework { Parc, Torchtitan, Nemo };
 
-/// "parc", "torchtitan".
+/// "parc", "torchtitan", "nemo-automodel".
 StringRef getRecipeFrameworkName(RecipeFramework framework);
 
 /// Everything parc-plan needs to plan one training run, checked: the GPU
@@ -194,6 +194,17 @@ struct RecipeLimits {
   static constexpr int64_t kMaxMicrobatches = 4096;
 };
 
+/// parc's name ("1f1b", "gpipe", "interleaved-1f1b") of a
+/// torch.distributed.pipelining schedule as torchtitan and NeMo Automodel
+/// spell it ("1F1B", "GPipe", "Interleaved1F1B", "interleaved_1f1b"; case
+/// does not matter, as for get_schedule_class), or "" for one parc does not
+/// plan.
+StringRef getParcScheduleName(StringRef torchName);
+
+/// parc's dtype name ("bf16", "fp16", "fp32") of a torch dtype as job files
+/// spell it ("bfloat16", "torch.bfloat16", "float32", "float16"), or "".
+StringRef getParcDtypeName(StringRef torchName);
+
 /// Every key a recipe may hold, in the order the documentation lists them.
 ArrayRef<RecipeKey> getRecipeKeys();
 
@@ -216,9 +227,10 @@ struct RecipeSetting {
 FailureOr<RecipeSetting> parseSetOption(StringRef text, MLIRContext *context);
 
 /// Reads the recipe in `text` (from `filename`; relative model paths resolve
-/// against `baseDir`) with `settings` applied over it in order. Every problem
-/// is emitted as a diagnostic at the key's YAML line (or at the setting that
-/// gave the value), and reading goes on so that one run reports them all.
+/// against `baseDir`) with `settings` applied over it in order: parc's
+/// recipe, or a NeMo Automodel recipe (isNemoRecipe), translated first. Every
+/// problem is emitted as a diagnostic at the key's YAML line (or at the setting
+/// that gave the value), and reading goes on so that one run reports them all.
 FailureOr<PlanRequest> readRecipe(StringRef text, StringRef filename,
                                   StringRef baseDir,
                                   ArrayRef<RecipeSetting> settings,
@@ -232,7 +244,8 @@ FailureOr<PlanRequest> readTranslatedRecipe(const TranslatedRecipe &translated,
                                             MLIRContext *context);
 
 /// Reads the recipe file at `path`: a torchtitan job when it ends in
-/// `.toml` (translateTorchtitanJob), parc's YAML otherwise.
+/// `.toml` (translateTorchtitanJob), parc's YAML or a NeMo Automodel recipe
+/// (readRecipe) otherwise.
 FailureOr<PlanRequest> readRecipeFile(StringRef path,
                                       ArrayRef<RecipeSetting> settings,
                                       MLIRContext *context);
