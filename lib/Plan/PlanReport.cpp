@@ -102,7 +102,11 @@ void mlir::parc::printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
   if (request.framework != RecipeFramework::Parc) {
     out << "  recipe: " << getRecipeFrameworkName(request.framework)
         << " job, its policies: " << (request.reshardAfterForward ? "" : "no ")
-        << "reshard after forward, gradients reduce-scattered "
+        << "reshard after forward"
+        << (request.reshardAfterForward && !request.reshardLastLayer
+                ? " but of the last layer"
+                : "")
+        << ", gradients reduce-scattered "
         << (request.fsdpGradSync == "last-micro-batch"
                 ? "after the last micro-batch"
                 : "every micro-batch")
@@ -195,6 +199,7 @@ void writePlan(llvm::json::OStream &j, const PlanRequest &request,
   j.attribute("sequence_parallel", request.sequenceParallel);
   j.attribute("loss_parallel", request.lossParallel);
   j.attribute("fsdp_reshard_after_forward", request.reshardAfterForward);
+  j.attribute("fsdp_reshard_last_layer", request.reshardLastLayer);
   j.attribute("fsdp_grad_sync", request.fsdpGradSync);
   j.attribute("image_tokens", request.imageTokens);
   j.attribute("attention_kernel", request.attentionKernel);

@@ -119,6 +119,7 @@ void mlir::parc::buildPlanPipeline(OpPassManager &modulePm,
   fsdp.optimDtype = request.optimDtype;
   fsdp.prefetch = request.fsdpPrefetch;
   fsdp.reshardAfterForward = request.reshardAfterForward;
+  fsdp.reshardLastLayer = request.reshardLastLayer;
   fsdp.gradSync = request.fsdpGradSync == "last-micro-batch"
                       ? GradSync::LastMicroBatch
                       : GradSync::EveryMicroBatch;

@@ -190,8 +190,13 @@ void RecipeReader::applyFrameworkDefaults(PlanRequest &request) {
     // defer_fsdp_grad_sync True keeps unsharded gradients across
     // micro-batches. The default loss, MaskedCrossEntropy, upcasts the
     // logits to fp32 (fp32_upcast True).
-    if (!lookup("parallel.fsdp_reshard_after_forward"))
+    // The heuristic reshards every layer but the last, whose backward runs
+    // first.
+    if (!lookup("parallel.fsdp_reshard_after_forward")) {
       request.reshardAfterForward = request.pp == 1;
+      if (!lookup("parallel.fsdp_reshard_last_layer") && request.pp == 1)
+        request.reshardLastLayer = false;
+    }
     if (!lookup("parallel.fsdp_grad_sync"))
       request.fsdpGradSync = "last-micro-batch";
     if (!lookup("train.loss_kernel"))
@@ -512,6 +517,10 @@ void RecipeReader::build(PlanRequest &request) {
   std::string reshard = "true";
   readChoice("parallel.fsdp_reshard_after_forward", {"true", "false"}, reshard);
   request.reshardAfterForward = reshard == "true";
+  std::string reshardLast = "true";
+  readChoice("parallel.fsdp_reshard_last_layer", {"true", "false"},
+             reshardLast);
+  request.reshardLastLayer = reshardLast == "true";
   readChoice("parallel.fsdp_grad_sync",
              {"every-micro-batch", "last-micro-batch"}, request.fsdpGradSync);
   std::string sequenceParallel = "false", lossParallel = "false";

@@ -96,6 +96,10 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "bool",
      "Free each layer's gathered parameters after its forward and gather "
      "them again for its backward: true or false (default true)"},
+    {"parallel.fsdp_reshard_last_layer", "reshard-last-layer", false, "bool",
+     "With fsdp_reshard_after_forward, free the last layer's gathered "
+     "parameters after its forward too; false keeps them for its backward, "
+     "which runs first: true or false (default true; NeMo recipes: false)"},
     {"parallel.sequence_parallel", "sequence-parallel", false, "bool",
      "Sequence parallelism with TP: true or false (default false)"},
     {"parallel.loss_parallel", "loss-parallel", false, "bool",

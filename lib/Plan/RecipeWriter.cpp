@@ -108,6 +108,8 @@ void mlir::parc::writeRecipe(const PlanRequest &request,
   os << "  fsdp_prefetch: " << request.fsdpPrefetch << "\n";
   os << "  fsdp_reshard_after_forward: "
      << boolText(request.reshardAfterForward) << "\n";
+  os << "  fsdp_reshard_last_layer: " << boolText(request.reshardLastLayer)
+     << "\n";
   os << "  fsdp_grad_sync: " << request.fsdpGradSync << "\n";
   os << "  sequence_parallel: " << boolText(request.sequenceParallel) << "\n";
   os << "  loss_parallel: " << boolText(request.lossParallel) << "\n";

@@ -128,8 +128,12 @@ struct ApplyFsdpPass : public impl::ApplyFsdpBase<ApplyFsdpPass> {
           builder, loc, builder.getStringAttr(isRoot ? "root" : path),
           builder.getStringAttr(path), TypeAttr::get(compute),
           TypeAttr::get(master), TypeAttr::get(reduce), TypeAttr::get(optim),
-          // FSDP2 keeps the root gathered from forward into backward.
-          builder.getBoolAttr(!isRoot && reshardAfterForward),
+          // FSDP2 keeps the root gathered from forward into backward, and
+          // the last layer too where the policy says so: its backward is
+          // the first to run, and would gather it again at once.
+          builder.getBoolAttr(
+              !isRoot && reshardAfterForward &&
+              (reshardLastLayer || unit != int(layers.size()) - 1)),
           builder.getI64IntegerAttr(prefetch),
           GradSyncAttr::get(builder.getContext(), gradSync));
       OpBuilder body =

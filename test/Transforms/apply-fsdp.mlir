@@ -1,5 +1,6 @@
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=8 | FileCheck %s
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=4 reshard-after-forward=false prefetch=2 compute-dtype=bf16 master-dtype=bf16 reduce-dtype=bf16 optim-dtype=bf16 grad-sync=last-micro-batch" | FileCheck %s --check-prefix=POLICY
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-fsdp=shards=8 reshard-last-layer=false" | FileCheck %s --check-prefix=LAST
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=8 --apply-fsdp=shards=8 | FileCheck %s --check-prefix=TWICE
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=8 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir "--apply-remat=mode=none frozen=lm_head" --apply-fsdp=shards=8 | FileCheck %s --check-prefix=FROZEN-TIE
@@ -39,6 +40,13 @@
 // POLICY: shard.grid @fsdp(shape = 4)
 // POLICY: parc.fsdp_unit @root path "" attributes {compute_dtype = bf16, grad_sync = #parc.grad_sync<last_micro_batch>, master_dtype = bf16, optim_dtype = bf16, padding_elements = 0 : i64, prefetch = 2 : i64, reduce_dtype = bf16, reshard_after_forward = false}
 // POLICY: parc.fsdp_unit @model.layers.0 {{.*}}reshard_after_forward = false}
+
+// NeMo Automodel's heuristic: every layer is resharded after forward but the
+// last in execution order, whose backward runs first; the root stays
+// gathered as always.
+// LAST: parc.fsdp_unit @root {{.*}}reshard_after_forward = false}
+// LAST: parc.fsdp_unit @model.layers.0 {{.*}}reshard_after_forward = true}
+// LAST: parc.fsdp_unit @model.layers.1 {{.*}}reshard_after_forward = false}
 
 // Re-running replaces the plan instead of stacking a second one.
 // TWICE-COUNT-1: shard.grid @fsdp

@@ -10,7 +10,8 @@
 //             master_dtype, grad_reduce_dtype, optim_dtype, optimizer, frozen
 //   cluster:  hardware, nodes, gpus_per_node | gpus
 //   parallel: dp, fsdp, tp, pp, pp_schedule, pp_chunks, pp_split, microbatches,
-//             fsdp_prefetch, fsdp_reshard_after_forward, fsdp_grad_sync,
+//             fsdp_prefetch, fsdp_reshard_after_forward,
+//             fsdp_reshard_last_layer, fsdp_grad_sync,
 //             sequence_parallel,
 //             loss_parallel, remat, remat_scope, stacks
 //   search:   auto, top
@@ -99,6 +100,9 @@ struct PlanRequest {
   /// resharded after its forward (FSDP2's reshard_after_forward).
   int64_t fsdpPrefetch = 1;
   bool reshardAfterForward = true;
+  /// With reshardAfterForward, whether the last layer in execution order is
+  /// resharded too (NeMo Automodel keeps it gathered for its backward).
+  bool reshardLastLayer = true;
   /// When FSDP reduce-scatters gradients under gradient accumulation:
   /// "every-micro-batch" or "last-micro-batch" (apply-fsdp's grad-sync).
   std::string fsdpGradSync = "every-micro-batch";

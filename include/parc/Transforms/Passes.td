@@ -184,6 +184,11 @@ def ApplyFsdp : Pass<"apply-fsdp", "::mlir::parc::ModelOp"> {
            "shard.grid @dp whose gradient shards are all-reduced)">,
     Option<"reshardAfterForward", "reshard-after-forward", "bool",
            /*default=*/"true", "Free unsharded parameters after forward">,
+    Option<"reshardLastLayer", "reshard-last-layer", "bool",
+           /*default=*/"true",
+           "With reshard-after-forward, free the last layer's too (false: "
+           "the last layer in execution order keeps its gathered parameters "
+           "into its backward, which runs first; NeMo Automodel's default)">,
     Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",
            "Units all-gathered ahead of the one computing">,
     Option<"gradSync", "grad-sync", "::mlir::parc::GradSync",
