@@ -675,6 +675,9 @@ void HFConfigImporter::readGemma4Vision(std::optional<ConfigSection> config,
   stack.layerClass = "Gemma4VisionEncoderLayer";
   stack.attentionClass = "Gemma4VisionAttention";
   stack.mlpClass = "Gemma4VisionMLP";
+  // Every encoder linear is a Gemma4ClippableLinear around its nn.Linear
+  // (`self_attn.q_proj.linear.weight` in the checkpoint).
+  stack.linearWrapperClass = "Gemma4ClippableLinear";
   stack.normClass = "Gemma4RMSNorm";
   stack.norm = NormKind::Rms;
   stack.layout = LayerLayout::Sandwich;

@@ -51,8 +51,12 @@ private:
   NNModuleOp addModule(Operation *parent, StringRef name, StringRef className,
                        ModuleKind kind);
   ParamOp addParam(Operation *parent, StringRef name, ArrayRef<int64_t> shape);
+  /// An nn.Linear `name`; with `wrapperClass`, the Linear is the child
+  /// `linear` of a module of that class named `name` (Gemma 4's vision
+  /// Gemma4ClippableLinear: `q_proj.linear.weight`), and the Linear is what
+  /// is returned, for linear() to apply.
   NNModuleOp addLinear(Operation *parent, StringRef name, int64_t in,
-                       int64_t out, bool bias);
+                       int64_t out, bool bias, StringRef wrapperClass = "");
   NNModuleOp addNorm(Operation *parent, StringRef name, StringRef className,
                      int64_t size, NormKind kind);
   NNModuleOp addLeaf(Operation *parent, StringRef name, StringRef className) {
@@ -154,7 +158,12 @@ ParamOp ModelBuilder::addParam(Operation *parent, StringRef name,
 }
 
 NNModuleOp ModelBuilder::addLinear(Operation *parent, StringRef name,
-                                   int64_t in, int64_t out, bool bias) {
+                                   int64_t in, int64_t out, bool bias,
+                                   StringRef wrapperClass) {
+  if (!wrapperClass.empty()) {
+    parent = addModule(parent, name, wrapperClass, ModuleKind::Composite);
+    name = "linear";
+  }
   NNModuleOp linear = addLeaf(parent, name, "Linear");
   addParam(linear, "weight", {out, in});
   if (bias)
@@ -246,16 +255,24 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
                               ModuleKind::Composite);
   NNModuleOp q, k, v, o, qNorm, kNorm;
   if (stack.layout == LayerLayout::Siglip) {
-    k = addLinear(attn, "k_proj", hidden, kvWidth, spec.qkvBias);
-    v = addLinear(attn, "v_proj", hidden, kvWidth, spec.qkvBias);
-    q = addLinear(attn, "q_proj", hidden, qWidth, spec.qkvBias);
-    o = addLinear(attn, "out_proj", qWidth, hidden, spec.outBias);
+    k = addLinear(attn, "k_proj", hidden, kvWidth, spec.qkvBias,
+                  stack.linearWrapperClass);
+    v = addLinear(attn, "v_proj", hidden, kvWidth, spec.qkvBias,
+                  stack.linearWrapperClass);
+    q = addLinear(attn, "q_proj", hidden, qWidth, spec.qkvBias,
+                  stack.linearWrapperClass);
+    o = addLinear(attn, "out_proj", qWidth, hidden, spec.outBias,
+                  stack.linearWrapperClass);
   } else {
-    q = addLinear(attn, "q_proj", hidden, qWidth, spec.qkvBias);
-    k = addLinear(attn, "k_proj", hidden, kvWidth, spec.qkvBias);
+    q = addLinear(attn, "q_proj", hidden, qWidth, spec.qkvBias,
+                  stack.linearWrapperClass);
+    k = addLinear(attn, "k_proj", hidden, kvWidth, spec.qkvBias,
+                  stack.linearWrapperClass);
     if (!spec.kEqV)
-      v = addLinear(attn, "v_proj", hidden, kvWidth, spec.qkvBias);
-    o = addLinear(attn, "o_proj", qWidth, hidden, spec.outBias);
+      v = addLinear(attn, "v_proj", hidden, kvWidth, spec.qkvBias,
+                    stack.linearWrapperClass);
+    o = addLinear(attn, "o_proj", qWidth, hidden, spec.outBias,
+                  stack.linearWrapperClass);
   }
   if (spec.qkNorm == QkNormKind::PerHead) {
     qNorm = addNorm(attn, "q_norm", stack.normClass, spec.headDim, stack.norm);
@@ -282,12 +299,11 @@ NNModuleOp ModelBuilder::buildAttention(Operation *parent,
                                    b.getF64FloatAttr(stack.normEps));
   if (spec.ropeTheta) {
     auto rope = [&](Value input) -> Value {
-      return RopeOp::create(b, fwd.loc(), input.getType(), input,
-                            b.getI64IntegerAttr(spec.headDim),
-                            b.getF64FloatAttr(*spec.ropeTheta),
-                            spec.ropeScaling,
-                            spec.ropeRotatedPairs
-                                ? b.getI64IntegerAttr(*spec.ropeRotatedPairs)
+      return RopeOp::create(
+          b, fwd.loc(), input.getType(), input,
+          b.getI64IntegerAttr(spec.headDim), b.getF64FloatAttr(*spec.ropeTheta),
+          spec.ropeScaling,
+          spec.ropeRotatedPairs ? b.getI64IntegerAttr(*spec.ropeRotatedPairs)
                                 : IntegerAttr());
     };
     query = rope(query);
@@ -313,17 +329,22 @@ NNModuleOp ModelBuilder::buildMlp(Operation *parent, const StackSpec &stack) {
   auto act = ActivationKindAttr::get(context, stack.activation);
   if (stack.layout == LayerLayout::Siglip) {
     NNModuleOp actFn = addLeaf(mlp, "activation_fn", stack.activationClass);
-    NNModuleOp fc1 = addLinear(mlp, "fc1", hidden, inner, stack.mlpBias);
-    NNModuleOp fc2 = addLinear(mlp, "fc2", inner, hidden, stack.mlpBias);
+    NNModuleOp fc1 = addLinear(mlp, "fc1", hidden, inner, stack.mlpBias,
+                               stack.linearWrapperClass);
+    NNModuleOp fc2 = addLinear(mlp, "fc2", inner, hidden, stack.mlpBias,
+                               stack.linearWrapperClass);
     Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
     Value h = linear(fwd, fwd.arg(0), fc1);
     h = ActivationOp::create(fwd.builder, actFn->getLoc(), h.getType(), act, h);
     endForward(fwd, linear(fwd, h, fc2));
     return mlp;
   }
-  NNModuleOp gate = addLinear(mlp, "gate_proj", hidden, inner, stack.mlpBias);
-  NNModuleOp up = addLinear(mlp, "up_proj", hidden, inner, stack.mlpBias);
-  NNModuleOp down = addLinear(mlp, "down_proj", inner, hidden, stack.mlpBias);
+  NNModuleOp gate = addLinear(mlp, "gate_proj", hidden, inner, stack.mlpBias,
+                              stack.linearWrapperClass);
+  NNModuleOp up = addLinear(mlp, "up_proj", hidden, inner, stack.mlpBias,
+                            stack.linearWrapperClass);
+  NNModuleOp down = addLinear(mlp, "down_proj", inner, hidden, stack.mlpBias,
+                              stack.linearWrapperClass);
   NNModuleOp actFn = addLeaf(mlp, "act_fn", stack.activationClass);
   Forward fwd = beginForward(mlp, activation(hidden), activation(hidden));
   Value g = linear(fwd, fwd.arg(0), gate);

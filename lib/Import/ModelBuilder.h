@@ -80,6 +80,9 @@ struct StackSpec {
   ActivationKind activation = ActivationKind::Silu;
   LayerLayout layout = LayerLayout::PreNorm;
   bool mlpBias = false;
+  /// The module class each attention and MLP linear is wrapped in (its
+  /// nn.Linear a child named `linear`); empty: plain nn.Linear modules.
+  std::string linearWrapperClass;
   std::vector<LayerSpec> layers;
 };
 
