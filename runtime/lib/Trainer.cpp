@@ -417,6 +417,65 @@ void adamw(Executor &exec, const TrainOptions &options, int64_t t) {
   }
 }
 
+/// Writes `tensors` (name, contiguous CPU fp32 or int64 tensor) and the
+/// string metadata as a safetensors file: an 8-byte little-endian header
+/// length, the JSON header (padded with spaces to 8 bytes), the data.
+void writeSafetensors(
+    const std::string &path,
+    const std::vector<std::pair<std::string, at::Tensor>> &tensors,
+    const std::vector<std::pair<std::string, std::string>> &metadata) {
+  std::ostringstream header;
+  header << "{\"__metadata__\":{";
+  for (size_t i = 0; i < metadata.size(); ++i)
+    header << (i ? "," : "") << '"' << metadata[i].first << "\":\""
+           << metadata[i].second << '"';
+  header << "}";
+  int64_t offset = 0;
+  for (const auto &[name, tensor] : tensors) {
+    int64_t bytes = tensor.numel() * tensor.element_size();
+    header << ",\"" << name << "\":{\"dtype\":\""
+           << (tensor.scalar_type() == at::kLong ? "I64" : "F32")
+           << "\",\"shape\":[";
+    for (int64_t d = 0; d < tensor.dim(); ++d)
+      header << (d ? "," : "") << tensor.size(d);
+    header << "],\"data_offsets\":[" << offset << "," << offset + bytes << "]}";
+    offset += bytes;
+  }
+  header << "}";
+  std::string json = header.str();
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string bytes;
+  put(bytes, static_cast<uint64_t>(json.size()));
+  bytes += json;
+  for (const auto &[name, tensor] : tensors)
+    bytes.append(static_cast<const char *>(tensor.data_ptr()),
+                 tensor.numel() * tensor.element_size());
+  writeAtomically(path, bytes);
+}
+
+/// What --dump writes of step 1, before the gradients are clipped and the
+/// parameters updated (world 1: every slot is whole and local).
+void dumpStep(const std::string &path, Executor &exec,
+              const std::vector<at::Tensor> &ids,
+              const std::vector<at::Tensor> &labels, double loss) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  tensors.emplace_back("input_ids", at::cat(ids).contiguous());
+  tensors.emplace_back("labels", at::cat(labels).contiguous());
+  tensors.emplace_back("loss", at::full({}, loss, at::kFloat));
+  for (ParamSlot &slot : exec.slots()) {
+    at::Tensor value =
+        slot.master.detach().narrow(0, 0, slot.fullShape[0]).to(at::kFloat);
+    tensors.emplace_back(slot.path, value.contiguous());
+    if (slot.master.grad().defined())
+      tensors.emplace_back("grad." + slot.path,
+                           slot.master.grad()
+                               .narrow(0, 0, slot.fullShape[0])
+                               .to(at::kFloat)
+                               .contiguous());
+  }
+  writeSafetensors(path, tensors, {{"format", "pt"}, {"source", "parc-run"}});
+}
+
 /// Runs step `step` (from 0): the program is the step, the interpreter
 /// runs its steps in order and calls back for the data, the gradient
 /// clipping and the optimizer step.
@@ -431,9 +490,16 @@ StepStats runStep(Executor &exec, const plan::Program &program,
   StepStats stats;
   ProgramHooks hooks;
   // Micro-batch a of data shard d: samples step * gbs + (a * dp + d) * mbs.
+  bool dump = step == 0 && !options.dumpPath.empty();
+  std::vector<at::Tensor> dumpIds, dumpLabels;
   hooks.batch = [&](int64_t micro) {
-    return data.batch(step * gbs + micro * mbs * dp + layout.dataIndex() * mbs,
-                      mbs);
+    auto batch = data.batch(
+        step * gbs + micro * mbs * dp + layout.dataIndex() * mbs, mbs);
+    if (dump) {
+      dumpIds.push_back(batch.first);
+      dumpLabels.push_back(batch.second);
+    }
+    return batch;
   };
   hooks.afterForward = [&](int64_t micro) {
     injectFault(options, comm.rank(), t, micro);
@@ -457,12 +523,17 @@ StepStats runStep(Executor &exec, const plan::Program &program,
   hooks.clip = [&](double maxNorm, double lossSum) {
     at::NoGradGuard noGrad;
     measure(lossSum);
+    if (dump)
+      dumpStep(options.dumpPath, exec, dumpIds, dumpLabels, stats.loss);
+    dump = false;
     clipGradients(exec, maxNorm, stats.gradNorm);
   };
   hooks.optimizer = [&](double lossSum) {
     at::NoGradGuard noGrad;
     if (!normed)
       measure(lossSum);
+    if (dump)
+      dumpStep(options.dumpPath, exec, dumpIds, dumpLabels, stats.loss);
     adamw(exec, options, t);
   };
   if (tracer)
@@ -501,6 +572,10 @@ void parc::runtime::train(const PlanFile &planFile, Executor &exec,
       layout.ppIndex < int(prediction->stage_peak_bytes()->size()))
     predicted = prediction->stage_peak_bytes()->Get(layout.ppIndex);
 
+  if (!options.dumpPath.empty() && comm.size() != 1)
+    throw std::runtime_error("--dump writes a whole model's step: it needs a "
+                             "world-1 plan, and this one has " +
+                             std::to_string(comm.size()) + " ranks");
   TokenSource data(options, exec.vocabSize(), shape.seq);
   std::unique_ptr<RunTrace> tracer;
   if (!options.tracePath.empty())

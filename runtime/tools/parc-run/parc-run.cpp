@@ -65,6 +65,9 @@ constexpr const char *kUsage =
     "  --steps K          training steps (default 5)\n"
     "  --log FILE         JSON lines: one object per rank per step\n"
     "  --trace FILE       Chrome trace of every program step each rank ran\n"
+    "  --dump FILE        step 1 as safetensors (world 1): the batch, the\n"
+    "                     parameters by their Hugging Face names, their\n"
+    "                     gradients before clipping and the loss\n"
     "  --data FILE        token ids (nanoGPT .bin); default: seeded synthetic\n"
     "  --data-dtype T     uint16 (default) or uint32\n"
     "  --lr X --weight-decay X --seed N\n"
@@ -149,6 +152,8 @@ Args parseArgs(int argc, char **argv) {
       args.train.logPath = value();
     else if (flag == "--trace")
       args.train.tracePath = value();
+    else if (flag == "--dump")
+      args.train.dumpPath = value();
     else if (flag == "--data")
       args.train.dataPath = value();
     else if (flag == "--data-dtype") {

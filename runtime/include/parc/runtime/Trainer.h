@@ -29,6 +29,11 @@ struct TrainOptions {
   /// Chrome trace of the executed program steps (RunTrace.h); with several
   /// ranks each writes FILE.rank-R and the launcher joins them.
   std::string tracePath;
+  /// Step 1 as a safetensors file, for an independent reference to
+  /// recompute (world 1 only): its batch (`input_ids`, `labels`, [global
+  /// batch, seq]), every parameter before the update under its Hugging
+  /// Face name, its gradient before clipping (`grad.<name>`) and the loss.
+  std::string dumpPath;
   std::string saveDir;
   int64_t saveEvery = 0;
   std::string resumeDir;

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""An independent eager PyTorch reference of the decoder families parc
+imports, checked against what parc-run computed.
+
+    reference.py CONFIG.json STEP.safetensors [--loss-rtol X] [--grad-rtol X]
+
+STEP is what `parc-run --dump` writes for step 1 of a world-1 plan: the
+batch (input_ids, labels), every parameter under its Hugging Face name
+before the update, its gradient before clipping (grad.<name>) and the
+loss. This script builds the model's forward and loss from the config as
+the architecture is documented (written here, not taken from parc or
+transformers), loads those parameters, and recomputes the loss and every
+gradient in fp32. It prints the largest relative differences and exits 1
+if the loss differs by more than --loss-rtol or any parameter's gradient
+by more than --grad-rtol (of that gradient's norm).
+
+Families: llama, mistral, qwen2 (q/k/v biases), qwen3 (per-head q/k RMS
+norms).
+"""
+
+import argparse
+import json
+import math
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    base = 8 + length
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        dtype = {"F32": torch.float32, "I64": torch.int64}[info["dtype"]]
+        raw = bytearray(data[base + begin:base + end])
+        tensors[name] = torch.frombuffer(raw, dtype=dtype).reshape(info["shape"])
+    return tensors
+
+
+def rms_norm(x, weight, eps):
+    variance = x.pow(2).mean(-1, keepdim=True)
+    return x * torch.rsqrt(variance + eps) * weight
+
+
+def rotate(x, theta):
+    """Rotary embedding in the half-split layout: dimension i pairs with
+    i + head_dim / 2, frequency theta^(-2i / head_dim)."""
+    seq, dim = x.shape[-2], x.shape[-1]
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    angles = torch.outer(torch.arange(seq, dtype=torch.float64), inv)
+    cos = torch.cat([angles.cos(), angles.cos()], -1).to(x.dtype)
+    sin = torch.cat([angles.sin(), angles.sin()], -1).to(x.dtype)
+    first, second = x[..., : dim // 2], x[..., dim // 2:]
+    return x * cos + torch.cat([-second, first], -1) * sin
+
+
+class Decoder:
+    def __init__(self, config, params):
+        self.c = config
+        self.p = params
+        self.family = config["model_type"]
+        self.hidden = config["hidden_size"]
+        self.heads = config["num_attention_heads"]
+        self.kv_heads = config.get("num_key_value_heads", self.heads)
+        self.head_dim = config.get("head_dim") or self.hidden // self.heads
+        self.eps = config.get("rms_norm_eps", 1e-6)
+        self.theta = config.get("rope_theta", 10000.0)
+        self.layers = config["num_hidden_layers"]
+        self.window = config.get("sliding_window") if self.family == "mistral" else None
+        self.tied = config.get("tie_word_embeddings", False)
+
+    def linear(self, x, name):
+        y = x @ self.p[name + ".weight"].t()
+        bias = self.p.get(name + ".bias")
+        return y + bias if bias is not None else y
+
+    def attention(self, x, prefix):
+        batch, seq, _ = x.shape
+        q = self.linear(x, prefix + ".q_proj").view(batch, seq, self.heads, self.head_dim)
+        k = self.linear(x, prefix + ".k_proj").view(batch, seq, self.kv_heads, self.head_dim)
+        v = self.linear(x, prefix + ".v_proj").view(batch, seq, self.kv_heads, self.head_dim)
+        if self.family == "qwen3":
+            q = rms_norm(q, self.p[prefix + ".q_norm.weight"], self.eps)
+            k = rms_norm(k, self.p[prefix + ".k_norm.weight"], self.eps)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        q, k = rotate(q, self.theta), rotate(k, self.theta)
+        group = self.heads // self.kv_heads
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        i = torch.arange(seq).view(-1, 1)
+        j = torch.arange(seq).view(1, -1)
+        allowed = j <= i
+        if self.window:
+            allowed = allowed & (i - j < self.window)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        out = scores.softmax(-1) @ v
+        out = out.transpose(1, 2).reshape(batch, seq, self.heads * self.head_dim)
+        return self.linear(out, prefix + ".o_proj")
+
+    def mlp(self, x, prefix):
+        gate = F.silu(self.linear(x, prefix + ".gate_proj"))
+        return self.linear(gate * self.linear(x, prefix + ".up_proj"), prefix + ".down_proj")
+
+    def loss(self, ids, labels):
+        h = self.p["model.embed_tokens.weight"][ids]
+        for n in range(self.layers):
+            prefix = "model.layers.%d" % n
+            a = rms_norm(h, self.p[prefix + ".input_layernorm.weight"], self.eps)
+            h = h + self.attention(a, prefix + ".self_attn")
+            m = rms_norm(h, self.p[prefix + ".post_attention_layernorm.weight"], self.eps)
+            h = h + self.mlp(m, prefix + ".mlp")
+        h = rms_norm(h, self.p["model.norm.weight"], self.eps)
+        head = self.p["model.embed_tokens.weight" if self.tied else "lm_head.weight"]
+        logits = h @ head.t()
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config")
+    ap.add_argument("step")
+    ap.add_argument("--loss-rtol", type=float, default=1e-5)
+    ap.add_argument("--grad-rtol", type=float, default=1e-4)
+    args = ap.parse_args()
+    config = json.load(open(args.config))
+    if config["model_type"] not in ("llama", "mistral", "qwen2", "qwen3"):
+        sys.exit("reference.py: no reference for model_type '%s'" % config["model_type"])
+    dump = read_safetensors(args.step)
+    names = [n for n in dump if n not in ("input_ids", "labels", "loss") and not n.startswith("grad.")]
+    params = {n: dump[n].clone().requires_grad_(True) for n in names}
+    model = Decoder(config, params)
+    # parc-run averages the per-micro-batch mean losses: with equal
+    # micro-batches that is the mean over the step's tokens.
+    loss = model.loss(dump["input_ids"], dump["labels"])
+    loss.backward()
+
+    failed = False
+    parc_loss = float(dump["loss"])
+    loss_delta = abs(loss.item() - parc_loss) / abs(loss.item())
+    print("loss: reference %.8f, parc-run %.8f, rel delta %.2e" % (loss.item(), parc_loss, loss_delta))
+    if loss_delta > args.loss_rtol:
+        print("FAIL: loss differs by more than %g" % args.loss_rtol)
+        failed = True
+    worst, worst_name = 0.0, None
+    checked = 0
+    for name in names:
+        mine = params[name].grad
+        theirs = dump.get("grad." + name)
+        if mine is None or theirs is None:
+            print("FAIL: %s has %s gradient" % (name, "no reference" if mine is None else "no parc-run"))
+            failed = True
+            continue
+        delta = ((mine - theirs).norm() / mine.norm().clamp_min(1e-30)).item()
+        checked += 1
+        if delta > worst:
+            worst, worst_name = delta, name
+        if delta > args.grad_rtol:
+            print("FAIL: %s gradient differs by %.2e" % (name, delta))
+            failed = True
+    print("gradients: %d parameters, largest rel delta %.2e (%s)" % (checked, worst, worst_name))
+    print("FAIL" if failed else "PASS")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
