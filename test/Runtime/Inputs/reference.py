@@ -15,7 +15,7 @@ if the loss differs by more than --loss-rtol or any parameter's gradient
 by more than --grad-rtol (of that gradient's norm).
 
 Families: llama, mistral, qwen2 (q/k/v biases), qwen3 (per-head q/k RMS
-norms).
+norms), gemma4_text (Gemma4Text below).
 """
 
 import argparse
@@ -124,6 +124,98 @@ class Decoder:
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
 
 
+def rotate_pairs(x, theta, pairs):
+    """rotate() with only the first `pairs` frequency pairs turning (a
+    proportional RoPE): the exponents keep the whole head_dim, the other
+    frequencies are zero."""
+    seq, dim = x.shape[-2], x.shape[-1]
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    inv[pairs:] = 0.0
+    angles = torch.outer(torch.arange(seq, dtype=torch.float64), inv)
+    cos = torch.cat([angles.cos(), angles.cos()], -1).to(x.dtype)
+    sin = torch.cat([angles.sin(), angles.sin()], -1).to(x.dtype)
+    first, second = x[..., : dim // 2], x[..., dim // 2:]
+    return x * cos + torch.cat([-second, first], -1) * sin
+
+
+class Gemma4Text(Decoder):
+    """Gemma 4's text decoder: embeddings scaled by sqrt(hidden); sandwich
+    norms (x * w, weights from 1); per-head q/k norms and a weightless v
+    norm; logits of attention unscaled; sliding layers with their window
+    and local RoPE, full layers with their own head_dim and KV heads, K = V
+    (the value is the un-normed key projection) and a proportional RoPE;
+    GELU (tanh) MLP; tied embeddings; a final logit softcap."""
+
+    def __init__(self, config, params):
+        super().__init__(config, params)
+        c = config
+        self.window = c.get("sliding_window", 512)
+        self.types = c["layer_types"]
+        self.global_head_dim = c.get("global_head_dim", 512)
+        self.global_kv_heads = c.get("num_global_key_value_heads", self.kv_heads)
+        self.k_eq_v = c.get("attention_k_eq_v", False)
+        self.softcap = c.get("final_logit_softcapping")
+        rope = c.get("rope_parameters") or {}
+        local = rope.get("sliding_attention", {})
+        full = rope.get("full_attention", {})
+        self.local_theta = local.get("rope_theta", c.get("rope_local_base_freq", 10000.0))
+        self.full_theta = full.get("rope_theta", c.get("rope_theta", 1000000.0))
+        self.full_partial = full.get("partial_rotary_factor", 0.25)
+
+    def attention(self, x, prefix, full):
+        batch, seq, _ = x.shape
+        heads = self.heads
+        kv_heads = self.global_kv_heads if full else self.kv_heads
+        hd = self.global_head_dim if full else self.head_dim
+        q = self.linear(x, prefix + ".q_proj").view(batch, seq, heads, hd)
+        k_raw = self.linear(x, prefix + ".k_proj").view(batch, seq, kv_heads, hd)
+        v_raw = k_raw if full and self.k_eq_v else \
+            self.linear(x, prefix + ".v_proj").view(batch, seq, kv_heads, hd)
+        q = rms_norm(q, self.p[prefix + ".q_norm.weight"], self.eps)
+        k = rms_norm(k_raw, self.p[prefix + ".k_norm.weight"], self.eps)
+        v = rms_norm(v_raw, 1.0, self.eps)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if full:
+            pairs = int(self.full_partial * hd / 2)
+            q, k = rotate_pairs(q, self.full_theta, pairs), rotate_pairs(k, self.full_theta, pairs)
+        else:
+            q, k = rotate(q, self.local_theta), rotate(k, self.local_theta)
+        group = heads // kv_heads
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+        scores = q @ k.transpose(-1, -2)
+        i = torch.arange(seq).view(-1, 1)
+        j = torch.arange(seq).view(1, -1)
+        allowed = j <= i
+        if not full:
+            allowed = allowed & (i - j < self.window)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        out = scores.softmax(-1) @ v
+        out = out.transpose(1, 2).reshape(batch, seq, heads * hd)
+        return self.linear(out, prefix + ".o_proj")
+
+    def mlp(self, x, prefix):
+        gate = F.gelu(self.linear(x, prefix + ".gate_proj"), approximate="tanh")
+        return self.linear(gate * self.linear(x, prefix + ".up_proj"), prefix + ".down_proj")
+
+    def loss(self, ids, labels):
+        embed = self.p["model.embed_tokens.weight"]
+        h = embed[ids] * math.sqrt(self.hidden)
+        for n in range(self.layers):
+            prefix = "model.layers.%d" % n
+            norm = lambda name, x: rms_norm(x, self.p[prefix + "." + name + ".weight"], self.eps)
+            a = self.attention(norm("input_layernorm", h), prefix + ".self_attn",
+                               self.types[n] == "full_attention")
+            h = h + norm("post_attention_layernorm", a)
+            m = self.mlp(norm("pre_feedforward_layernorm", h), prefix + ".mlp")
+            h = h + norm("post_feedforward_layernorm", m)
+        h = rms_norm(h, self.p["model.norm.weight"], self.eps)
+        logits = h @ embed.t()
+        if self.softcap:
+            logits = torch.tanh(logits / self.softcap) * self.softcap
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
@@ -132,12 +224,14 @@ def main():
     ap.add_argument("--grad-rtol", type=float, default=1e-4)
     args = ap.parse_args()
     config = json.load(open(args.config))
-    if config["model_type"] not in ("llama", "mistral", "qwen2", "qwen3"):
+    families = {"llama": Decoder, "mistral": Decoder, "qwen2": Decoder,
+                "qwen3": Decoder, "gemma4_text": Gemma4Text}
+    if config["model_type"] not in families:
         sys.exit("reference.py: no reference for model_type '%s'" % config["model_type"])
     dump = read_safetensors(args.step)
     names = [n for n in dump if n not in ("input_ids", "labels", "loss") and not n.startswith("grad.")]
     params = {n: dump[n].clone().requires_grad_(True) for n in names}
-    model = Decoder(config, params)
+    model = families[config["model_type"]](config, params)
     # parc-run averages the per-micro-batch mean losses: with equal
     # micro-batches that is the mean over the step's tokens.
     loss = model.loss(dump["input_ids"], dump["labels"])
