@@ -15,7 +15,7 @@ if the loss differs by more than --loss-rtol or any parameter's gradient
 by more than --grad-rtol (of that gradient's norm).
 
 Families: llama, mistral, qwen2 (q/k/v biases), qwen3 (per-head q/k RMS
-norms), gemma4_text (Gemma4Text below).
+norms), gemma3_text and gemma4_text (Gemma3Text, Gemma4Text below).
 """
 
 import argparse
@@ -50,12 +50,14 @@ def rms_norm(x, weight, eps):
     return x * torch.rsqrt(variance + eps) * weight
 
 
-def rotate(x, theta):
+def rotate(x, theta, factor=1.0):
     """Rotary embedding in the half-split layout: dimension i pairs with
-    i + head_dim / 2, frequency theta^(-2i / head_dim)."""
+    i + head_dim / 2, frequency theta^(-2i / head_dim), positions divided
+    by `factor` (linear RoPE scaling)."""
     seq, dim = x.shape[-2], x.shape[-1]
     inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
-    angles = torch.outer(torch.arange(seq, dtype=torch.float64), inv)
+    positions = torch.arange(seq, dtype=torch.float64) / factor
+    angles = torch.outer(positions, inv)
     cos = torch.cat([angles.cos(), angles.cos()], -1).to(x.dtype)
     sin = torch.cat([angles.sin(), angles.sin()], -1).to(x.dtype)
     first, second = x[..., : dim // 2], x[..., dim // 2:]
@@ -216,6 +218,79 @@ class Gemma4Text(Decoder):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
 
 
+class Gemma3Text(Decoder):
+    """Gemma 3's text decoder: embeddings scaled by sqrt(hidden); sandwich
+    norms and per-head q/k norms of x * (1 + w); attention logits scaled by
+    query_pre_attn_scalar^-1/2; sliding layers (layer_types, or every
+    sliding_window_pattern-th layer full) with their window and the local
+    RoPE base, full layers with rope_theta (positions divided by a linear
+    rope_scaling factor); GELU (tanh) MLP; tied embeddings; the optional
+    final logit softcap."""
+
+    def __init__(self, config, params):
+        super().__init__(config, params)
+        c = config
+        self.window = c.get("sliding_window", 4096)
+        pattern = c.get("sliding_window_pattern", 6)
+        self.types = c.get("layer_types") or [
+            "full_attention" if (n + 1) % pattern == 0 else "sliding_attention"
+            for n in range(self.layers)]
+        self.scale = c.get("query_pre_attn_scalar", 256) ** -0.5
+        self.local_theta = c.get("rope_local_base_freq", 10000.0)
+        self.full_theta = c.get("rope_theta", 1000000.0)
+        scaling = c.get("rope_scaling") or {}
+        self.full_factor = scaling.get("factor", 1.0) if scaling.get("rope_type", "linear") == "linear" else 1.0
+        self.softcap = c.get("final_logit_softcapping")
+
+    def norm(self, x, name):
+        return rms_norm(x, 1.0 + self.p[name + ".weight"], self.eps)
+
+    def attention(self, x, prefix, full):
+        batch, seq, _ = x.shape
+        q = self.linear(x, prefix + ".q_proj").view(batch, seq, self.heads, self.head_dim)
+        k = self.linear(x, prefix + ".k_proj").view(batch, seq, self.kv_heads, self.head_dim)
+        v = self.linear(x, prefix + ".v_proj").view(batch, seq, self.kv_heads, self.head_dim)
+        q = self.norm(q, prefix + ".q_norm")
+        k = self.norm(k, prefix + ".k_norm")
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        theta = self.full_theta if full else self.local_theta
+        factor = self.full_factor if full else 1.0
+        q, k = rotate(q, theta, factor), rotate(k, theta, factor)
+        group = self.heads // self.kv_heads
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+        scores = (q @ k.transpose(-1, -2)) * self.scale
+        i = torch.arange(seq).view(-1, 1)
+        j = torch.arange(seq).view(1, -1)
+        allowed = j <= i
+        if not full:
+            allowed = allowed & (i - j < self.window)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        out = scores.softmax(-1) @ v
+        out = out.transpose(1, 2).reshape(batch, seq, self.heads * self.head_dim)
+        return self.linear(out, prefix + ".o_proj")
+
+    def mlp(self, x, prefix):
+        gate = F.gelu(self.linear(x, prefix + ".gate_proj"), approximate="tanh")
+        return self.linear(gate * self.linear(x, prefix + ".up_proj"), prefix + ".down_proj")
+
+    def loss(self, ids, labels):
+        embed = self.p["model.embed_tokens.weight"]
+        h = embed[ids] * math.sqrt(self.hidden)
+        for n in range(self.layers):
+            prefix = "model.layers.%d." % n
+            a = self.attention(self.norm(h, prefix + "input_layernorm"), prefix + "self_attn",
+                               self.types[n] == "full_attention")
+            h = h + self.norm(a, prefix + "post_attention_layernorm")
+            m = self.mlp(self.norm(h, prefix + "pre_feedforward_layernorm"), prefix + "mlp")
+            h = h + self.norm(m, prefix + "post_feedforward_layernorm")
+        h = self.norm(h, "model.norm")
+        logits = h @ embed.t()
+        if self.softcap:
+            logits = torch.tanh(logits / self.softcap) * self.softcap
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
@@ -225,7 +300,8 @@ def main():
     args = ap.parse_args()
     config = json.load(open(args.config))
     families = {"llama": Decoder, "mistral": Decoder, "qwen2": Decoder,
-                "qwen3": Decoder, "gemma4_text": Gemma4Text}
+                "qwen3": Decoder, "gemma3_text": Gemma3Text,
+                "gemma4_text": Gemma4Text}
     if config["model_type"] not in families:
         sys.exit("reference.py: no reference for model_type '%s'" % config["model_type"])
     dump = read_safetensors(args.step)
