@@ -195,6 +195,36 @@ def main():
         w.add(name, checkpoint_seed(step, params))
     print(f"checkpoint: {w.count}")
 
+    # safetensors: small files as --dump and Hugging Face checkpoints write
+    w = Writer("safetensors")
+    for name, tensors, meta in [
+            ("two-f32", [("model.norm.weight", "F32", [4]),
+                         ("lm_head.weight", "F32", [2, 4])], True),
+            ("bf16-and-ids", [("model.embed_tokens.weight", "BF16", [3, 2]),
+                              ("input_ids", "I64", [1, 3])], False),
+            ("empty", [], True)]:
+        w.add(name, safetensors_seed(tensors, meta))
+    print(f"safetensors: {w.count}")
+
+
+def safetensors_seed(tensors, metadata):
+    """A safetensors file of zero-filled tensors: the 8-byte header length,
+    the JSON header padded to 8 bytes, the data."""
+    size = {"F32": 4, "BF16": 2, "F16": 2, "I64": 8}
+    header, offset = {}, 0
+    if metadata:
+        header["__metadata__"] = {"format": "pt"}
+    for name, dtype, shape in tensors:
+        n = size[dtype]
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [offset, offset + n]}
+        offset += n
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + bytes(offset)
+
 
 PLAN_SUM = 0x00000000C0FFEE00  # fuzz-checkpoint.cpp's kFuzzPlanSum
 

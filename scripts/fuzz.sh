@@ -4,8 +4,8 @@
 # Builds the libFuzzer targets (fuzz/, clang-22 with ASan + UBSan) in
 # build-fuzz/ and runs each TARGET (default: all of them) for
 # PARC_FUZZ_SECONDS seconds (default 300), one after the other, at nice 15.
-# TARGET is hf-config, recipe, parc-ir, plan-import, runtime-plan or
-# checkpoint.
+# TARGET is hf-config, recipe, parc-ir, plan-import, runtime-plan,
+# checkpoint or safetensors.
 #
 # Each target grows its corpus in build-fuzz/fuzz-corpus/<target>/ (kept
 # between runs, so executions accumulate), starting from the tracked seeds in
@@ -25,7 +25,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-all=(hf-config recipe parc-ir plan-import runtime-plan checkpoint)
+all=(hf-config recipe parc-ir plan-import runtime-plan checkpoint safetensors)
 targets=()
 flags=()
 while (($#)); do

@@ -1,7 +1,8 @@
 //===- Parameters.cpp - parameter shards and their collectives ------------===//
 //
 // Each parameter slot holds this rank's fp32 master shard (its FSDP rows of
-// its TP part). This file initialises them from the plan's seed, gathers a
+// its TP part). This file initialises them from the plan's seed (or a
+// safetensors file of Hugging Face-named weights), gathers a
 // unit for compute, reduce-scatters its gradients, adds gradients over
 // data-parallel replicas and tied copies, and sums the squared norms.
 //
@@ -9,10 +10,17 @@
 
 #include "ExecutorInternals.h"
 #include "parc/runtime/PlanFile.h"
+#include "parc/runtime/Safetensors.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <set>
 #include <stdexcept>
 
 using namespace parc;
@@ -22,14 +30,72 @@ using namespace parc::runtime;
 // Parameters
 //===----------------------------------------------------------------------===//
 
-void Executor::materialise(uint64_t seed) {
+namespace {
+
+/// A safetensors file read whole, and its index.
+struct WeightFile {
+  std::string path, bytes;
+  std::map<std::string, SafetensorsEntry> index;
+
+  explicit WeightFile(const std::string &path) : path(path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      throw std::runtime_error(path + ": cannot open the weights file");
+    bytes.assign(std::istreambuf_iterator<char>(in),
+                 std::istreambuf_iterator<char>());
+    index = readSafetensorsIndex(path, bytes, bytes.size());
+  }
+
+  /// The tensor `name` as fp32 in `shape`.
+  at::Tensor read(const std::string &name, const std::vector<int64_t> &shape) {
+    auto it = index.find(name);
+    if (it == index.end())
+      throw std::runtime_error(path + ": no tensor '" + name +
+                               "', a parameter of the plan");
+    const SafetensorsEntry &entry = it->second;
+    if (entry.shape != shape) {
+      auto text = [](const std::vector<int64_t> &dims) {
+        std::string out = "[";
+        for (size_t i = 0; i < dims.size(); ++i)
+          out += (i ? ", " : "") + std::to_string(dims[i]);
+        return out + "]";
+      };
+      throw std::runtime_error(path + ": tensor '" + name + "' is " +
+                               text(entry.shape) + ", the plan's parameter " +
+                               text(shape));
+    }
+    at::ScalarType type = entry.dtype == "BF16"  ? at::kBFloat16
+                          : entry.dtype == "F16" ? at::kHalf
+                          : entry.dtype == "F32" ? at::kFloat
+                                                 : at::kLong;
+    if (type == at::kLong)
+      throw std::runtime_error(path + ": tensor '" + name + "' is " +
+                               entry.dtype + ", not a float parameter");
+    at::Tensor raw = at::empty(shape, at::TensorOptions().dtype(type));
+    std::memcpy(raw.data_ptr(), bytes.data() + entry.begin,
+                entry.end - entry.begin);
+    return raw.to(at::kFloat);
+  }
+};
+
+} // namespace
+
+std::vector<std::string> Executor::materialise(uint64_t seed,
+                                               const std::string &weightsPath) {
   int shards = layout.fsdp, shard = layout.fsdpIndex;
   int tp = layout.tp;
+  std::unique_ptr<WeightFile> weights;
+  if (!weightsPath.empty())
+    weights = std::make_unique<WeightFile>(weightsPath);
+  std::set<std::string> used;
   for (ParamSlot &slot : paramSlots) {
+    used.insert(slot.path);
     if (!slot.local)
       continue;
     at::Tensor full;
-    if (slot.init == "ones")
+    if (weights)
+      full = weights->read(slot.path, slot.fullShape);
+    else if (slot.init == "ones")
       full = at::ones(slot.fullShape, at::kFloat);
     else if (slot.init == "zeros")
       full = at::zeros(slot.fullShape, at::kFloat);
@@ -61,6 +127,12 @@ void Executor::materialise(uint64_t seed) {
     slot.expAvg = at::zeros_like(mine);
     slot.expAvgSq = at::zeros_like(mine);
   }
+  std::vector<std::string> unused;
+  if (weights)
+    for (const auto &entry : weights->index)
+      if (!used.count(entry.first))
+        unused.push_back(entry.first);
+  return unused;
 }
 
 void Executor::reduceReplicas(FsdpUnit &unit) {
@@ -180,7 +252,8 @@ std::vector<at::Tensor> Executor::startGather(
 }
 
 Executor::GradientScatter
-Executor::startReduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads) {
+Executor::startReduceGrads(FsdpUnit &unit,
+                           const std::vector<at::Tensor> &grads) {
   int world = fsdpComm->size();
   GradientScatter scatter;
   for (size_t i = 0; i < unit.slots.size(); ++i) {
@@ -211,8 +284,7 @@ Executor::startReduceGrads(FsdpUnit &unit, const std::vector<at::Tensor> &grads)
   return scatter;
 }
 
-std::vector<at::Tensor>
-Executor::finishReduceGrads(GradientScatter &scatter) {
+std::vector<at::Tensor> Executor::finishReduceGrads(GradientScatter &scatter) {
   int world = fsdpComm->size();
   std::vector<at::Tensor> shards;
   for (size_t i = 0; i < scatter.mine.size(); ++i) {

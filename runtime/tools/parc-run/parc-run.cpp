@@ -65,6 +65,8 @@ constexpr const char *kUsage =
     "  --steps K          training steps (default 5)\n"
     "  --log FILE         JSON lines: one object per rank per step\n"
     "  --trace FILE       Chrome trace of every program step each rank ran\n"
+    "  --load-weights F   initial weights from a safetensors file of Hugging\n"
+    "                     Face-named tensors, sharded as the plan says\n"
     "  --dump FILE        step 1 as safetensors (world 1): the batch, the\n"
     "                     parameters by their Hugging Face names, their\n"
     "                     gradients before clipping and the loss\n"
@@ -154,6 +156,8 @@ Args parseArgs(int argc, char **argv) {
       args.train.tracePath = value();
     else if (flag == "--dump")
       args.train.dumpPath = value();
+    else if (flag == "--load-weights")
+      args.train.weightsPath = value();
     else if (flag == "--data")
       args.train.dataPath = value();
     else if (flag == "--data-dtype") {
@@ -328,7 +332,14 @@ int runWorker(const Args &args, const PlanFile &file) {
     exec->memoryProbe = liveBytes;
   try {
     exec->connectGroups();
-    exec->materialise(args.train.seed);
+    std::vector<std::string> unused =
+        exec->materialise(args.train.seed, args.train.weightsPath);
+    if (!unused.empty() && comm->rank() == 0 && !args.train.quiet)
+      std::cerr << "parc-run: " << printable(args.train.weightsPath) << ": "
+                << unused.size()
+                << " tensors the plan has no parameter for, not loaded "
+                   "(first: "
+                << printable(unused.front()) << ")" << std::endl;
     train(file, *exec, args.train);
   } catch (const CollectiveError &e) {
     // A peer's failure seen from here: a launcher reports it only when no

@@ -112,8 +112,8 @@ public:
   /// Only the members construct it. Its collectives count in this group's
   /// sequence (the launcher's progress report). Throws CollectiveError when
   /// the group cannot be formed.
-  virtual std::unique_ptr<Collectives>
-  subgroup(const std::vector<int> &ranks, const std::string &name) = 0;
+  virtual std::unique_ptr<Collectives> subgroup(const std::vector<int> &ranks,
+                                                const std::string &name) = 0;
 
   /// Called before each collective with its sequence number, so a launcher
   /// can tell the rank that stopped from the ranks waiting for it.

@@ -115,9 +115,14 @@ public:
   void connectGroups();
 
   /// Allocates and initialises this rank's shards: every parameter is
-  /// generated whole from a seed derived from its path and `seed`, then
-  /// sliced, so values do not depend on the world size.
-  void materialise(uint64_t seed);
+  /// generated whole from a seed derived from its path and `seed` (or, with
+  /// `weightsPath`, read whole from that safetensors file under its Hugging
+  /// Face name, any float dtype), then sliced, so values do not depend on
+  /// the world size. Throws naming the file and the tensor for a parameter
+  /// the file lacks or holds in another shape; returns the file's tensors
+  /// the plan has no parameter for.
+  std::vector<std::string> materialise(uint64_t seed,
+                                       const std::string &weightsPath = "");
 
   /// Runs one optimizer step of this rank's program (plan.bin's
   /// Program.steps, verified) in order: gathers, forwards, saves, frees,

@@ -1,4 +1,5 @@
-//===- RunTrace.h - what a rank executed, as Chrome trace events -*- C++ -*-===//
+//===- RunTrace.h - what a rank executed, as Chrome trace events -*- C++
+//-*-===//
 //
 // parc-run --trace FILE: every step of the rank's program as it ran, with
 // its measured duration, and the live bytes after it as a counter. Event

@@ -34,6 +34,9 @@ struct TrainOptions {
   /// batch, seq]), every parameter before the update under its Hugging
   /// Face name, its gradient before clipping (`grad.<name>`) and the loss.
   std::string dumpPath;
+  /// Initial weights: a safetensors file of Hugging Face-named tensors,
+  /// each sliced as the plan shards it (Executor::materialise).
+  std::string weightsPath;
   std::string saveDir;
   int64_t saveEvery = 0;
   std::string resumeDir;
