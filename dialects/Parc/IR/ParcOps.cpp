@@ -537,6 +537,11 @@ LogicalResult AttentionOp::verify() {
   if (heads % kvHeads != 0)
     return emitOpError() << "num_heads " << heads
                          << " is not a multiple of num_kv_heads " << kvHeads;
+  int64_t queryWidth, kvWidth;
+  if (llvm::MulOverflow(heads, headDim, queryWidth) ||
+      llvm::MulOverflow(kvHeads, headDim, kvWidth))
+    return emitOpError() << "num_heads " << heads << " x head_dim " << headDim
+                         << " overflows a 64-bit width";
   auto checkWidth = [&](RankedTensorType type, int64_t expected,
                         StringRef what) -> LogicalResult {
     if (!extentsAgree(type.getShape().back(), expected))
@@ -544,10 +549,10 @@ LogicalResult AttentionOp::verify() {
                            << " != " << expected << " (heads x head_dim)";
     return success();
   };
-  if (failed(checkWidth(query, heads * headDim, "query")) ||
-      failed(checkWidth(key, kvHeads * headDim, "key")) ||
-      failed(checkWidth(value, kvHeads * headDim, "value")) ||
-      failed(checkWidth(result, heads * headDim, "result")) ||
+  if (failed(checkWidth(query, queryWidth, "query")) ||
+      failed(checkWidth(key, kvWidth, "key")) ||
+      failed(checkWidth(value, kvWidth, "value")) ||
+      failed(checkWidth(result, queryWidth, "result")) ||
       failed(verifyLeadingDims(*this, query, result, 2, "query and result")) ||
       failed(verifyLeadingDims(*this, key, value, 2, "key and value")))
     return failure();

@@ -188,6 +188,14 @@ func.func @attention_groups(%q: tensor<?x?x24xf32>, %k: tensor<?x?x16xf32>) -> t
 
 // -----
 
+func.func @attention_width_overflow(%q: tensor<?x?x16xf32>, %k: tensor<?x?x8xf32>) -> tensor<?x?x16xf32> {
+  // expected-error@+1 {{num_heads 4 x head_dim 2377900603251621892 overflows a 64-bit width}}
+  %a = parc.attention %q, %k, %k {head_dim = 2377900603251621892 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64} : (tensor<?x?x16xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x16xf32>
+  return %a : tensor<?x?x16xf32>
+}
+
+// -----
+
 func.func @attention_width(%q: tensor<?x?x20xf32>, %k: tensor<?x?x8xf32>) -> tensor<?x?x16xf32> {
   // expected-error@+1 {{query width 20 != 16 (heads x head_dim)}}
   %a = parc.attention %q, %k, %k {head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f64} : (tensor<?x?x20xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x16xf32>
