@@ -13,6 +13,7 @@
 
 #include "parc/Plan/NemoRecipe.h"
 #include "FrameworkKeys.h"
+#include "RecipeReader.h"
 
 #include "Parc/IR/ParcOps.h"
 #include "parc/Import/HFConfig.h"
@@ -172,9 +173,10 @@ constexpr llvm::StringLiteral kCausalLm = "NeMoAutoModelForCausalLM";
 constexpr llvm::StringLiteral kImageTextToText =
     "NeMoAutoModelForImageTextToText";
 
-/// The module-name patterns of freeze_config's modality switches
-/// (`_freeze_module_by_attribute_and_patterns`: a module whose dotted name,
-/// lower-cased, contains one of them is frozen).
+/// freeze_config's switches and the modules each selects: the module-name
+/// patterns of the modality switches (`_freeze_module_by_attribute_and_
+/// patterns`: a module whose dotted name, lower-cased, contains one of them
+/// is frozen), or, with none, every nn.Embedding (freeze_embeddings).
 struct FreezeRule {
   llvm::StringLiteral key;
   /// The VLM recipe's default.
@@ -183,6 +185,7 @@ struct FreezeRule {
 };
 
 const FreezeRule kFreezeRules[] = {
+    {"freeze_embeddings", true, {}},
     {"freeze_vision_tower", true, {"vision", "visual", "image_encoder"}},
     {"freeze_audio_tower", false, {"audio"}},
     {"freeze_language_model", false, {"language_model"}},
@@ -268,6 +271,15 @@ private:
   void translateOptimizer();
   void translateFreeze();
   void translateRefusals();
+  /// The text of configPath, read on first use; null when it is unknown or
+  /// unreadable (the recipe reader reports that at model.hf_config).
+  const llvm::MemoryBuffer *getConfigBuffer() {
+    if (!configRead && !configPath.empty())
+      if (auto buffer = llvm::MemoryBuffer::getFile(configPath))
+        configBuffer = std::move(*buffer);
+    configRead = true;
+    return configBuffer.get();
+  }
   /// torch.compile on: planned eager, with a warning.
   void warnIfCompiled(const Found &compile);
 
@@ -282,6 +294,9 @@ private:
   /// checkpoint dtype and the modules freeze_config selects; empty when
   /// unknown.
   std::string configPath;
+  /// Its text, read once by getConfigBuffer().
+  std::unique_ptr<llvm::MemoryBuffer> configBuffer;
+  bool configRead = false;
   bool isVlm = false;
   bool failed = false;
 };
@@ -505,14 +520,11 @@ void NemoRecipe::translateDtypes(const Found &torchDtype) {
   Location at = torchDtype ? torchDtype.loc : fileLoc();
   std::string what = torchDtype ? "" : " (torch_dtype auto)";
   if (name == "auto") {
-    if (configPath.empty())
-      return;
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-        llvm::MemoryBuffer::getFile(configPath);
-    if (!buffer)
+    const llvm::MemoryBuffer *config = getConfigBuffer();
+    if (!config)
       return; // The reader reports the missing file at model.hf_config.
     llvm::Expected<llvm::json::Value> json =
-        llvm::json::parse((*buffer)->getBuffer());
+        llvm::json::parse(config->getBuffer());
     if (!json) {
       llvm::consumeError(json.takeError());
       return; // The importer reports it, with the line.
@@ -547,10 +559,13 @@ void NemoRecipe::translateDtypes(const Found &torchDtype) {
 
 int64_t NemoRecipe::translateDistributed() {
   std::string strategy = "fsdp2";
-  if (Found given = find("distributed", "strategy")) {
+  Found given = find("distributed", "strategy");
+  Found target = find("distributed", "_target_");
+  Found strategyAt = given ? given : target;
+  if (given) {
     if (std::optional<std::string> value = string(given))
       strategy = StringRef(*value).lower();
-  } else if (Found target = find("distributed", "_target_")) {
+  } else if (target) {
     if (std::optional<std::string> value = string(target)) {
       StringRef manager(*value);
       strategy = manager.ends_with("FSDP2Manager")          ? "fsdp2"
@@ -559,9 +574,6 @@ int64_t NemoRecipe::translateDistributed() {
                                                             : *value;
     }
   }
-  Found strategyAt = find("distributed", "strategy");
-  if (!strategyAt)
-    strategyAt = find("distributed", "_target_");
   if (strategy != "fsdp2" && strategy != "ddp") {
     error(strategyAt ? strategyAt.loc : fileLoc())
         << "distributed strategy '" << strategy
@@ -922,23 +934,21 @@ void NemoRecipe::translateFreeze() {
     return;
 
   struct Switch {
-    StringRef key;
+    const FreezeRule *rule;
     bool on;
-    Location at;
     bool given;
   };
   SmallVector<Switch> switches;
-  switches.push_back({"freeze_embeddings", true, fileLoc(), false});
-  for (const FreezeRule &rule : kFreezeRules)
-    switches.push_back({rule.key, rule.defaultOn, fileLoc(), false});
-  for (Switch &s : switches) {
-    Found found = find("freeze_config", s.key);
-    if (!isSet(found))
-      continue;
-    std::optional<bool> on = boolean(found);
-    if (!on)
-      return;
-    s = {s.key, *on, found.loc, true};
+  for (const FreezeRule &rule : kFreezeRules) {
+    Switch s{&rule, rule.defaultOn, false};
+    Found found = find("freeze_config", rule.key);
+    if (isSet(found)) {
+      std::optional<bool> on = boolean(found);
+      if (!on)
+        return;
+      s = {&rule, *on, true};
+    }
+    switches.push_back(s);
   }
   if (!llvm::any_of(switches, [](const Switch &s) { return s.on; }))
     return;
@@ -949,15 +959,14 @@ void NemoRecipe::translateFreeze() {
   }
 
   // The modules each switch selects, from the model's own module tree.
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(configPath);
-  if (!buffer)
+  const llvm::MemoryBuffer *config = getConfigBuffer();
+  if (!config)
     return; // The reader reports the missing file at model.hf_config.
   // Planning imports the model again and reports what is wrong with it.
   ScopedDiagnosticHandler quiet(context,
                                 [](Diagnostic &) { return success(); });
   OwningOpRef<ModuleOp> module =
-      importHFConfig((*buffer)->getBuffer(), configPath, context);
+      importHFConfig(config->getBuffer(), configPath, context);
   if (!module)
     return;
   llvm::SetVector<std::string, std::vector<std::string>, std::set<std::string>>
@@ -966,13 +975,12 @@ void NemoRecipe::translateFreeze() {
   for (const Switch &s : switches) {
     if (!s.on)
       continue;
-    const FreezeRule *rule = llvm::find_if(
-        kFreezeRules, [&](const FreezeRule &r) { return r.key == s.key; });
+    const FreezeRule *rule = s.rule;
     size_t before = frozen.size();
     module->walk<WalkOrder::PreOrder>([&](NNModuleOp op) {
       std::string path = getDottedPath(op);
       bool selected;
-      if (rule == std::end(kFreezeRules)) {
+      if (rule->patterns.empty()) {
         // Every nn.Embedding: a leaf whose class is one and that holds a
         // parameter (rotary "embeddings" hold none).
         selected = op.getKind() == ModuleKind::Leaf &&
@@ -991,7 +999,7 @@ void NemoRecipe::translateFreeze() {
     });
     if (frozen.size() > before)
       because.push_back(
-          (s.key + (s.given ? "" : " (the VLM recipe's default)")).str());
+          (rule->key + (s.given ? "" : " (the VLM recipe's default)")).str());
   }
   if (frozen.empty())
     return;
@@ -1032,26 +1040,24 @@ void NemoRecipe::warnIfCompiled(const Found &compile) {
 
 FailureOr<TranslatedRecipe> NemoRecipe::translate(StringRef text) {
   recipe.framework = RecipeFramework::Nemo;
-  try {
-    root = YAML::Load(text.str());
-    if (!root.IsMap()) {
-      error(fileLoc()) << "a recipe must be a mapping of sections";
-      return failure();
-    }
-    checkKeys();
-    translateModel();
-    translateBatch(translateDistributed());
-    translateRemat();
-    translateSequence();
-    translateLoss();
-    translateOptimizer();
-    translateFreeze();
-    translateRefusals();
-  } catch (const YAML::Exception &e) {
-    error(markLoc(e.mark)) << "malformed recipe: " << e.msg;
-  } catch (const std::exception &e) {
-    error(fileLoc()) << "cannot read recipe: " << e.what();
-  }
+  recipe::reportRecipeExceptions(
+      [&] {
+        root = YAML::Load(text.str());
+        if (!root.IsMap()) {
+          error(fileLoc()) << "a recipe must be a mapping of sections";
+          return;
+        }
+        checkKeys();
+        translateModel();
+        translateBatch(translateDistributed());
+        translateRemat();
+        translateSequence();
+        translateLoss();
+        translateOptimizer();
+        translateFreeze();
+        translateRefusals();
+      },
+      [&](const YAML::Mark &mark) { return error(markLoc(mark)); });
   if (failed)
     return failure();
   return recipe;

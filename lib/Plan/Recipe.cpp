@@ -546,21 +546,28 @@ void RecipeReader::build(PlanRequest &request) {
   readPositive("search.top", request.searchTop);
 }
 
+bool mlir::parc::recipe::reportRecipeExceptions(
+    llvm::function_ref<void()> body,
+    llvm::function_ref<InFlightDiagnostic(const YAML::Mark &)> errorAt) {
+  try {
+    body();
+    return true;
+  } catch (const YAML::Exception &e) {
+    errorAt(e.mark) << "malformed recipe: " << e.msg;
+  } catch (const std::exception &e) {
+    errorAt(YAML::Mark::null_mark()) << "cannot read recipe: " << e.what();
+  }
+  return false;
+}
+
 /// The relations between keys, once each value is valid on its own.
 FailureOr<PlanRequest> RecipeReader::read(StringRef text,
                                           ArrayRef<RecipeSetting> settings) {
   PlanRequest request;
-  try {
-    flatten(text);
-  } catch (const YAML::Exception &e) {
-    // Nothing after a syntax error is worth reporting: the keys it would
-    // call missing are most likely in the part that did not parse.
-    error(markLoc(e.mark)) << "malformed recipe: " << e.msg;
+  // Nothing after a syntax error is worth reporting: the keys it would call
+  // missing are most likely in the part that did not parse.
+  if (!reportRecipeExceptions([&] { flatten(text); }, errorAtMark()))
     return failure();
-  } catch (const std::exception &e) {
-    error(fileLoc()) << "cannot read recipe: " << e.what();
-    return failure();
-  }
   return finish(request, settings);
 }
 
@@ -579,18 +586,16 @@ FailureOr<PlanRequest> RecipeReader::read(const TranslatedRecipe &translated,
 FailureOr<PlanRequest> RecipeReader::finish(PlanRequest &request,
                                             ArrayRef<RecipeSetting> settings) {
   request.recipeLoc = fileLoc();
-  try {
-    for (const RecipeSetting &setting : settings)
-      apply(setting);
-    build(request);
-    applyFrameworkDefaults(request);
-    if (!failed)
-      check(request);
-  } catch (const YAML::Exception &e) {
-    error(markLoc(e.mark)) << "malformed recipe: " << e.msg;
-  } catch (const std::exception &e) {
-    error(fileLoc()) << "cannot read recipe: " << e.what();
-  }
+  reportRecipeExceptions(
+      [&] {
+        for (const RecipeSetting &setting : settings)
+          apply(setting);
+        build(request);
+        applyFrameworkDefaults(request);
+        if (!failed)
+          check(request);
+      },
+      errorAtMark());
   if (failed)
     return failure();
   for (const auto &[key, entry] : entries)

@@ -26,6 +26,14 @@ namespace mlir::parc::recipe {
 /// The table row of a dotted key; null for a key recipes do not have.
 const RecipeKey *findRecipeKey(StringRef key);
 
+/// Runs `body`, which yaml-cpp may throw from, and reports what it throws
+/// through `errorAt`: a yaml-cpp exception as a malformed recipe at its
+/// mark, anything else as a recipe that cannot be read (at a null mark).
+/// Returns false when it threw.
+bool reportRecipeExceptions(
+    llvm::function_ref<void()> body,
+    llvm::function_ref<InFlightDiagnostic(const YAML::Mark &)> errorAt);
+
 /// A dotted key's value and where its key was written.
 struct Entry {
   YAML::Node value;
@@ -63,6 +71,10 @@ private:
     return emitError(loc);
   }
   InFlightDiagnostic error(const Entry &entry) { return error(entry.loc); }
+  /// error() at a yaml-cpp mark, for reportRecipeExceptions.
+  auto errorAtMark() {
+    return [this](const YAML::Mark &mark) { return error(markLoc(mark)); };
+  }
 
   void flatten(StringRef text);
   void load(const TranslatedRecipe &translated);
