@@ -20,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference import read_safetensors  # noqa: E402
+from reference import parameter_names, read_safetensors  # noqa: E402
 
 DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
 
@@ -50,8 +50,8 @@ if mode == "header-length":
     data = open(src, "rb").read()
     open(out, "wb").write(struct.pack("<Q", len(data)) + data[8:])
     sys.exit(0)
-tensors = {n: t for n, t in read_safetensors(src).items()
-           if n not in ("input_ids", "labels", "loss") and not n.startswith("grad.")}
+dump = read_safetensors(src)
+tensors = {n: dump[n] for n in parameter_names(dump)}
 if mode == "bf16":
     tensors = {n: t.to(torch.bfloat16) for n, t in tensors.items()}
 elif mode == "rounded":

@@ -45,23 +45,61 @@ def read_safetensors(path):
     return tensors
 
 
+def parameter_names(dump):
+    """The parameters of a `parc-run --dump` file (not its gradients, batch
+    or loss)."""
+    return [n for n in dump
+            if n not in ("input_ids", "labels", "loss") and not n.startswith("grad.")]
+
+
 def rms_norm(x, weight, eps):
     variance = x.pow(2).mean(-1, keepdim=True)
     return x * torch.rsqrt(variance + eps) * weight
 
 
-def rotate(x, theta, factor=1.0):
+def rotate(x, theta, factor=1.0, pairs=None):
     """Rotary embedding in the half-split layout: dimension i pairs with
     i + head_dim / 2, frequency theta^(-2i / head_dim), positions divided
-    by `factor` (linear RoPE scaling)."""
+    by `factor` (linear RoPE scaling); with `pairs`, only the first `pairs`
+    frequencies turn (a proportional RoPE: the exponents keep the whole
+    head_dim, the other frequencies are zero)."""
     seq, dim = x.shape[-2], x.shape[-1]
     inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    if pairs is not None:
+        inv[pairs:] = 0.0
     positions = torch.arange(seq, dtype=torch.float64) / factor
     angles = torch.outer(positions, inv)
     cos = torch.cat([angles.cos(), angles.cos()], -1).to(x.dtype)
     sin = torch.cat([angles.sin(), angles.sin()], -1).to(x.dtype)
     first, second = x[..., : dim // 2], x[..., dim // 2:]
     return x * cos + torch.cat([-second, first], -1) * sin
+
+
+def attend(q, k, v, scale, window=None):
+    """Causal attention of [batch, heads, seq, head_dim] queries over fewer
+    KV heads (each serving heads / kv_heads queries), logits times `scale`,
+    each position seeing the last `window` positions (itself included) when
+    a window is given; returns [batch, seq, heads * head_dim]."""
+    batch, heads, seq, hd = q.shape
+    group = heads // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    scores = (q @ k.transpose(-1, -2)) * scale
+    i = torch.arange(seq).view(-1, 1)
+    j = torch.arange(seq).view(1, -1)
+    allowed = j <= i
+    if window:
+        allowed = allowed & (i - j < window)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    out = scores.softmax(-1) @ v
+    return out.transpose(1, 2).reshape(batch, seq, heads * hd)
+
+
+def cross_entropy(logits, labels, softcap=None):
+    """The mean token loss over fp32 logits, after an optional tanh softcap."""
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
 
 
 class Decoder:
@@ -94,18 +132,7 @@ class Decoder:
             k = rms_norm(k, self.p[prefix + ".k_norm.weight"], self.eps)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         q, k = rotate(q, self.theta), rotate(k, self.theta)
-        group = self.heads // self.kv_heads
-        k = k.repeat_interleave(group, dim=1)
-        v = v.repeat_interleave(group, dim=1)
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
-        i = torch.arange(seq).view(-1, 1)
-        j = torch.arange(seq).view(1, -1)
-        allowed = j <= i
-        if self.window:
-            allowed = allowed & (i - j < self.window)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        out = scores.softmax(-1) @ v
-        out = out.transpose(1, 2).reshape(batch, seq, self.heads * self.head_dim)
+        out = attend(q, k, v, 1.0 / math.sqrt(self.head_dim), self.window)
         return self.linear(out, prefix + ".o_proj")
 
     def mlp(self, x, prefix):
@@ -122,31 +149,43 @@ class Decoder:
             h = h + self.mlp(m, prefix + ".mlp")
         h = rms_norm(h, self.p["model.norm.weight"], self.eps)
         head = self.p["model.embed_tokens.weight" if self.tied else "lm_head.weight"]
-        logits = h @ head.t()
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
+        return cross_entropy(h @ head.t(), labels)
 
 
-def rotate_pairs(x, theta, pairs):
-    """rotate() with only the first `pairs` frequency pairs turning (a
-    proportional RoPE): the exponents keep the whole head_dim, the other
-    frequencies are zero."""
-    seq, dim = x.shape[-2], x.shape[-1]
-    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
-    inv[pairs:] = 0.0
-    angles = torch.outer(torch.arange(seq, dtype=torch.float64), inv)
-    cos = torch.cat([angles.cos(), angles.cos()], -1).to(x.dtype)
-    sin = torch.cat([angles.sin(), angles.sin()], -1).to(x.dtype)
-    first, second = x[..., : dim // 2], x[..., dim // 2:]
-    return x * cos + torch.cat([-second, first], -1) * sin
+class Gemma(Decoder):
+    """What Gemma 3 and Gemma 4 share: embeddings scaled by sqrt(hidden),
+    sandwich norms around attention and MLP (self.norm), a GELU (tanh) MLP,
+    tied embeddings and the optional final logit softcap; attention takes
+    whether the layer is a full-attention one."""
+
+    def mlp(self, x, prefix):
+        gate = F.gelu(self.linear(x, prefix + ".gate_proj"), approximate="tanh")
+        return self.linear(gate * self.linear(x, prefix + ".up_proj"), prefix + ".down_proj")
+
+    def loss(self, ids, labels):
+        embed = self.p["model.embed_tokens.weight"]
+        h = embed[ids] * math.sqrt(self.hidden)
+        for n in range(self.layers):
+            prefix = "model.layers.%d." % n
+            a = self.attention(self.norm(h, prefix + "input_layernorm"), prefix + "self_attn",
+                               self.types[n] == "full_attention")
+            h = h + self.norm(a, prefix + "post_attention_layernorm")
+            m = self.mlp(self.norm(h, prefix + "pre_feedforward_layernorm"), prefix + "mlp")
+            h = h + self.norm(m, prefix + "post_feedforward_layernorm")
+        h = self.norm(h, "model.norm")
+        return cross_entropy(h @ embed.t(), labels, self.softcap)
 
 
-class Gemma4Text(Decoder):
+class Gemma4Text(Gemma):
     """Gemma 4's text decoder: embeddings scaled by sqrt(hidden); sandwich
     norms (x * w, weights from 1); per-head q/k norms and a weightless v
     norm; logits of attention unscaled; sliding layers with their window
     and local RoPE, full layers with their own head_dim and KV heads, K = V
     (the value is the un-normed key projection) and a proportional RoPE;
     GELU (tanh) MLP; tied embeddings; a final logit softcap."""
+
+    def norm(self, x, name):
+        return rms_norm(x, self.p[name + ".weight"], self.eps)
 
     def __init__(self, config, params):
         super().__init__(config, params)
@@ -179,46 +218,14 @@ class Gemma4Text(Decoder):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         if full:
             pairs = int(self.full_partial * hd / 2)
-            q, k = rotate_pairs(q, self.full_theta, pairs), rotate_pairs(k, self.full_theta, pairs)
+            q, k = rotate(q, self.full_theta, pairs=pairs), rotate(k, self.full_theta, pairs=pairs)
         else:
             q, k = rotate(q, self.local_theta), rotate(k, self.local_theta)
-        group = heads // kv_heads
-        k = k.repeat_interleave(group, dim=1)
-        v = v.repeat_interleave(group, dim=1)
-        scores = q @ k.transpose(-1, -2)
-        i = torch.arange(seq).view(-1, 1)
-        j = torch.arange(seq).view(1, -1)
-        allowed = j <= i
-        if not full:
-            allowed = allowed & (i - j < self.window)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        out = scores.softmax(-1) @ v
-        out = out.transpose(1, 2).reshape(batch, seq, heads * hd)
+        out = attend(q, k, v, 1.0, None if full else self.window)
         return self.linear(out, prefix + ".o_proj")
 
-    def mlp(self, x, prefix):
-        gate = F.gelu(self.linear(x, prefix + ".gate_proj"), approximate="tanh")
-        return self.linear(gate * self.linear(x, prefix + ".up_proj"), prefix + ".down_proj")
 
-    def loss(self, ids, labels):
-        embed = self.p["model.embed_tokens.weight"]
-        h = embed[ids] * math.sqrt(self.hidden)
-        for n in range(self.layers):
-            prefix = "model.layers.%d" % n
-            norm = lambda name, x: rms_norm(x, self.p[prefix + "." + name + ".weight"], self.eps)
-            a = self.attention(norm("input_layernorm", h), prefix + ".self_attn",
-                               self.types[n] == "full_attention")
-            h = h + norm("post_attention_layernorm", a)
-            m = self.mlp(norm("pre_feedforward_layernorm", h), prefix + ".mlp")
-            h = h + norm("post_feedforward_layernorm", m)
-        h = rms_norm(h, self.p["model.norm.weight"], self.eps)
-        logits = h @ embed.t()
-        if self.softcap:
-            logits = torch.tanh(logits / self.softcap) * self.softcap
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
-
-
-class Gemma3Text(Decoder):
+class Gemma3Text(Gemma):
     """Gemma 3's text decoder: embeddings scaled by sqrt(hidden); sandwich
     norms and per-head q/k norms of x * (1 + w); attention logits scaled by
     query_pre_attn_scalar^-1/2; sliding layers (layer_types, or every
@@ -256,39 +263,8 @@ class Gemma3Text(Decoder):
         theta = self.full_theta if full else self.local_theta
         factor = self.full_factor if full else 1.0
         q, k = rotate(q, theta, factor), rotate(k, theta, factor)
-        group = self.heads // self.kv_heads
-        k = k.repeat_interleave(group, dim=1)
-        v = v.repeat_interleave(group, dim=1)
-        scores = (q @ k.transpose(-1, -2)) * self.scale
-        i = torch.arange(seq).view(-1, 1)
-        j = torch.arange(seq).view(1, -1)
-        allowed = j <= i
-        if not full:
-            allowed = allowed & (i - j < self.window)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        out = scores.softmax(-1) @ v
-        out = out.transpose(1, 2).reshape(batch, seq, self.heads * self.head_dim)
+        out = attend(q, k, v, self.scale, None if full else self.window)
         return self.linear(out, prefix + ".o_proj")
-
-    def mlp(self, x, prefix):
-        gate = F.gelu(self.linear(x, prefix + ".gate_proj"), approximate="tanh")
-        return self.linear(gate * self.linear(x, prefix + ".up_proj"), prefix + ".down_proj")
-
-    def loss(self, ids, labels):
-        embed = self.p["model.embed_tokens.weight"]
-        h = embed[ids] * math.sqrt(self.hidden)
-        for n in range(self.layers):
-            prefix = "model.layers.%d." % n
-            a = self.attention(self.norm(h, prefix + "input_layernorm"), prefix + "self_attn",
-                               self.types[n] == "full_attention")
-            h = h + self.norm(a, prefix + "post_attention_layernorm")
-            m = self.mlp(self.norm(h, prefix + "pre_feedforward_layernorm"), prefix + "mlp")
-            h = h + self.norm(m, prefix + "post_feedforward_layernorm")
-        h = self.norm(h, "model.norm")
-        logits = h @ embed.t()
-        if self.softcap:
-            logits = torch.tanh(logits / self.softcap) * self.softcap
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
 
 
 def main():
@@ -305,7 +281,7 @@ def main():
     if config["model_type"] not in families:
         sys.exit("reference.py: no reference for model_type '%s'" % config["model_type"])
     dump = read_safetensors(args.step)
-    names = [n for n in dump if n not in ("input_ids", "labels", "loss") and not n.startswith("grad.")]
+    names = parameter_names(dump)
     params = {n: dump[n].clone().requires_grad_(True) for n in names}
     model = families[config["model_type"]](config, params)
     # parc-run averages the per-micro-batch mean losses: with equal

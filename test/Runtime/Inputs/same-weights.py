@@ -8,10 +8,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference import read_safetensors  # noqa: E402
+from reference import parameter_names, read_safetensors  # noqa: E402
 
 a, b = read_safetensors(sys.argv[1]), read_safetensors(sys.argv[2])
-params = lambda d: sorted(n for n in d if n not in ("input_ids", "labels", "loss") and not n.startswith("grad."))
+params = lambda d: sorted(parameter_names(d))
 if params(a) != params(b):
     sys.exit("same-weights.py: the files name different parameters")
 differ = [n for n in params(a) if not bool((a[n] == b[n]).all())]
