@@ -13,14 +13,15 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 using namespace parc::runtime;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string bytes(reinterpret_cast<const char *>(data), size);
+  std::string_view bytes(reinterpret_cast<const char *>(data), size);
   try {
     for (const auto &[name, entry] :
-         readSafetensorsIndex("weights.safetensors", bytes, size)) {
+         readSafetensorsIndex("weights.safetensors", bytes)) {
       // The loader copies [begin, end) of the file: it must lie inside it
       // and be the shape's size.
       int64_t numel = 1;

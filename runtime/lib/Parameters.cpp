@@ -14,14 +14,18 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
 #include <stdexcept>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace parc;
 using namespace parc::runtime;
@@ -32,19 +36,46 @@ using namespace parc::runtime;
 
 namespace {
 
-/// A safetensors file read whole, and its index.
+/// A safetensors file mapped read-only, and its index: every rank copies
+/// only the tensors it holds a part of, and no rank holds a second copy of
+/// the whole checkpoint.
 struct WeightFile {
-  std::string path, bytes;
+  std::string path;
   std::map<std::string, SafetensorsEntry> index;
+  const char *bytes = nullptr;
+  uint64_t size = 0;
 
   explicit WeightFile(const std::string &path) : path(path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    int fd = ::open(path.c_str(), O_RDONLY);
+    struct stat info;
+    if (fd < 0 || ::fstat(fd, &info) != 0) {
+      if (fd >= 0)
+        ::close(fd);
       throw std::runtime_error(path + ": cannot open the weights file");
-    bytes.assign(std::istreambuf_iterator<char>(in),
-                 std::istreambuf_iterator<char>());
-    index = readSafetensorsIndex(path, bytes, bytes.size());
+    }
+    size = static_cast<uint64_t>(info.st_size);
+    void *mapped =
+        size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+    ::close(fd);
+    if (mapped == MAP_FAILED)
+      throw std::runtime_error(
+          path + ": cannot map the weights file: " + std::strerror(errno));
+    bytes = static_cast<const char *>(mapped);
+    try {
+      index = readSafetensorsIndex(path, std::string_view(bytes, size));
+    } catch (...) {
+      unmap();
+      throw;
+    }
   }
+  ~WeightFile() { unmap(); }
+  void unmap() {
+    if (bytes)
+      ::munmap(const_cast<char *>(bytes), size);
+    bytes = nullptr;
+  }
+  WeightFile(const WeightFile &) = delete;
+  WeightFile &operator=(const WeightFile &) = delete;
 
   /// The tensor `name` as fp32 in `shape`.
   at::Tensor read(const std::string &name, const std::vector<int64_t> &shape) {
@@ -72,8 +103,7 @@ struct WeightFile {
       throw std::runtime_error(path + ": tensor '" + name + "' is " +
                                entry.dtype + ", not a float parameter");
     at::Tensor raw = at::empty(shape, at::TensorOptions().dtype(type));
-    std::memcpy(raw.data_ptr(), bytes.data() + entry.begin,
-                entry.end - entry.begin);
+    std::memcpy(raw.data_ptr(), bytes + entry.begin, entry.end - entry.begin);
     return raw.to(at::kFloat);
   }
 };

@@ -261,19 +261,19 @@ int parc::runtime::safetensorsDtypeBytes(const std::string &dtype) {
 
 std::map<std::string, SafetensorsEntry>
 parc::runtime::readSafetensorsIndex(const std::string &path,
-                                    const std::string &prefix, uint64_t size) {
-  if (prefix.size() < 8 || size < 8)
+                                    std::string_view bytes) {
+  uint64_t size = bytes.size();
+  if (size < 8)
     throw std::runtime_error(path + ": not a safetensors file: shorter than "
                                     "its 8-byte header length");
   uint64_t length = 0;
   for (int i = 7; i >= 0; --i)
-    length = (length << 8) | static_cast<unsigned char>(prefix[i]);
-  if (length > kMaxHeaderBytes || length > size - 8 ||
-      length > prefix.size() - 8)
+    length = (length << 8) | static_cast<unsigned char>(bytes[i]);
+  if (length > kMaxHeaderBytes || length > size - 8)
     throw std::runtime_error(path + ": not a safetensors file: a header of " +
                              std::to_string(length) + " bytes in a file of " +
                              std::to_string(size));
-  std::string header = prefix.substr(8, length);
+  std::string header(bytes.substr(8, length));
   std::map<std::string, SafetensorsEntry> index =
       HeaderParser(path, header).parse(size - 8 - length);
   for (auto &[name, entry] : index) {

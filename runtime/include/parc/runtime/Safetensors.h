@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace parc::runtime {
@@ -31,15 +32,14 @@ struct SafetensorsEntry {
 /// read.
 int safetensorsDtypeBytes(const std::string &dtype);
 
-/// The index of the safetensors file `path` whose bytes are `size` long and
-/// begin with `prefix` (at least the 8-byte length and the header). Throws
+/// The index of the safetensors file `path` whose bytes are `bytes` (the
+/// whole file, mapped or read; only the header is copied). Throws
 /// std::runtime_error naming `path` for a header that is not the format's: a
 /// length past the file, JSON that is not an object of tensor entries, a
-/// shape with a negative or overflowing size, a byte range outside the data
-/// or not the shape's size.
+/// shape with an overflowing size, a byte range outside the data or not the
+/// shape's size.
 std::map<std::string, SafetensorsEntry>
-readSafetensorsIndex(const std::string &path, const std::string &prefix,
-                     uint64_t size);
+readSafetensorsIndex(const std::string &path, std::string_view bytes);
 
 } // namespace parc::runtime
 
