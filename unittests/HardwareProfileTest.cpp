@@ -108,7 +108,9 @@ TEST(HardwareProfileTest, ShippedNumbersAreTheDocumentedOnes) {
   ASSERT_TRUE(succeeded(h100));
   // 79.11 GiB, the total the CUDA runtime reports, rounded down to the MiB.
   EXPECT_EQ(h100->memoryBytes, 81008ll << 20);
-  EXPECT_EQ(h100->fixedOverheadBytes, 3ll << 30);
+  // CUDA context and NCCL buffers; the caching allocator is modelled.
+  EXPECT_EQ(h100->fixedOverheadBytes, 3ll << 29);
+  EXPECT_EQ(h100->allocator, AllocatorKind::Caching);
   EXPECT_DOUBLE_EQ(h100->bf16Flops, 989.4e12);
   EXPECT_EQ(h100->gpusPerNode, 8);
 
@@ -116,6 +118,7 @@ TEST(HardwareProfileTest, ShippedNumbersAreTheDocumentedOnes) {
   ASSERT_TRUE(succeeded(cpu));
   EXPECT_EQ(cpu->memoryBytes, 24ll << 30);
   EXPECT_EQ(cpu->fixedOverheadBytes, 0);
+  EXPECT_EQ(cpu->allocator, AllocatorKind::Direct);
   EXPECT_EQ(cpu->gpusPerNode, 2);
 }
 
@@ -244,6 +247,24 @@ TEST(HardwareProfileTest, ImpossibleValuesAreRefused) {
             std::string::npos)
       << all;
   EXPECT_NE(all.find("key 'compute_efficiency' must be in (0, 1], got 1.5"),
+            std::string::npos)
+      << all;
+}
+
+TEST(HardwareProfileTest, AnUnknownAllocatorIsRefused) {
+  MLIRContext context;
+  DiagnosticLog log(context);
+  ProfileDir dir;
+  std::string text = kValidProfile;
+  text.replace(text.find("\"fixed_overhead_bytes\": 10"),
+               strlen("\"fixed_overhead_bytes\": 10"),
+               "\"fixed_overhead_bytes\": 10,\n  \"allocator\": \"cuda\"");
+  dir.write("test-gpu.json", text);
+  EXPECT_TRUE(failed(
+      loadHardwareProfile("test-gpu", dir.path, UnknownLoc::get(&context))));
+  std::string all = log.joined();
+  EXPECT_NE(all.find("key 'allocator' must be \"caching\", "
+                     "\"expandable-segments\" or \"direct\""),
             std::string::npos)
       << all;
 }

@@ -356,5 +356,26 @@ LossBytes mlir::parc::getLossBytes(ModelOp model, int64_t batch, int64_t seq,
   // of its own while the loss's gradients are still alive.
   if (tp.size > 1 && !tp.lossParallel)
     loss.gradients += logits / tp.size * computeBytes;
+
+  int64_t wide = logits * computeBytes;
+  if (loss.rootSaved > 0)
+    loss.forwardTensors.push_back(loss.rootSaved);
+  auto make = [&](int64_t bytes, bool kept) {
+    loss.forwardTensors.push_back(bytes);
+    if (kept)
+      loss.keptTensors.push_back(bytes);
+  };
+  make(wide, !kernels.eagerLoss);
+  for (int64_t i = 0; i < rootTrace.softcaps; ++i) {
+    if (kernels.eagerLoss)
+      make(wide, true); // its tanh
+    make(wide, !kernels.eagerLoss);
+  }
+  if (kernels.eagerLoss && computeBytes != 4)
+    make(logits * 4, false);
+  make(logits * 4, true);
+  loss.gradientTensors.assign(kernels.eagerLoss ? 2 : 1, logits * 4);
+  if (tp.size > 1 && !tp.lossParallel)
+    loss.gradientTensors.push_back(logits / tp.size * computeBytes);
   return loss;
 }

@@ -180,6 +180,7 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
       "attention_kernel",
       "norm_kernel",
       "loss_kernel",
+      "allocator",
       "sources",
       "notes"};
   // Sorted so that the report does not depend on the hash order of keys.
@@ -207,6 +208,16 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
   readChoice("attention_kernel", "flash", profile.kernels.eagerAttention);
   readChoice("norm_kernel", "fused", profile.kernels.eagerNorm);
   readChoice("loss_kernel", "fused", profile.kernels.eagerLoss);
+  if (const json::Value *value = object->get("allocator")) {
+    std::optional<StringRef> name = value->getAsString();
+    std::optional<AllocatorKind> kind =
+        name ? parseAllocatorName(name->str()) : std::nullopt;
+    if (kind)
+      profile.allocator = *kind;
+    else
+      error("allocator") << "key 'allocator' must be \"caching\", "
+                            "\"expandable-segments\" or \"direct\"";
+  }
   // Notes are for the reader of the file only.
   if (const json::Value *notes = object->get("notes"))
     if (!notes->getAsArray() && !notes->getAsString())

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -27,6 +28,10 @@ using namespace mlir::parc;
 
 namespace {
 
+/// Steps of training the allocator replays: the first allocates AdamW's
+/// moments after its backward, the second is the first to run with them
+/// placed, the third shows whether the second's layout has settled.
+constexpr int kAllocatorSteps = 3;
 
 struct StepUnits {
   /// Per stage: the root's part there, then the stage's layers in
@@ -62,18 +67,49 @@ BufferOp bufferOf(Value operand, BufferKind kind) {
 /// + peak, and a recompute's bytes join the backward that follows it.
 class ProgramReplay {
 public:
-  explicit ProgramReplay(RankMemory &rank) : rank(rank) {}
+  ProgramReplay(RankMemory &rank, CachingAllocatorModel *allocator)
+      : rank(rank), allocator(allocator) {}
 
-  void run(ProgramOp program) {
+  /// The first pass counts live bytes and feeds the allocator; later passes
+  /// (`counting` false) only feed it, so that a step finds the blocks the
+  /// steps before it left cached.
+  void run(ProgramOp program, bool counting = true) {
+    this->counting = counting;
+    index = 0;
     for (Operation &op : program.getBody()->getOperations()) {
       step(op);
       ++index;
     }
+    // The step's gradient shards are dropped before the next (the
+    // optimizer's zero_grad), as is anything else still held.
+    for (auto &entry : blocks)
+      release(entry.second);
+    blocks.clear();
+    ++pass;
   }
 
   MemoryBreakdown live;
 
+  /// The allocator's view of what lives through every step: this rank's
+  /// parameter shards from the start, the optimizer's moments from its
+  /// first step on (AdamW creates them lazily, when the step's gradients
+  /// have been made), and the temporaries of one optimizer step.
+  struct Persistent {
+    /// Per FSDP unit (one tensor each, where the frameworks have one per
+    /// parameter: what a unit's parameters hold is contiguous and freed
+    /// together, so they land where one tensor of their sum would).
+    SmallVector<int64_t> parameterShards, moments, optimizerTemporaries;
+  };
+  void setPersistent(Persistent state) {
+    persistent = std::move(state);
+    for (int64_t bytes : persistent.parameterShards)
+      place(bytes);
+  }
+
   void note(const std::string &phase, std::optional<int64_t> at = {}) {
+    currentPhase = phase;
+    if (!counting)
+      return;
     rank.timeline.push_back({phase, live, at.value_or(index)});
     if (live.total() > rank.peakBytes) {
       rank.peakBytes = live.total();
@@ -94,9 +130,51 @@ private:
     return path.empty() ? std::string("root") : path.str();
   }
 
+  /// The allocator's block for `bytes` (-1: none, or out of memory, which
+  /// is recorded once with the phase and the request).
+  int64_t place(int64_t bytes, unsigned stream = 0) {
+    if (!allocator || rank.allocatorOutOfMemory)
+      return -1;
+    std::optional<int64_t> address = allocator->allocate(bytes, stream);
+    if (!address) {
+      // What it would have reserved at least: its cache is released
+      // already, so every byte on top is new.
+      rank.allocatorOutOfMemory = true;
+      rank.outOfMemoryPhase = currentPhase;
+      rank.outOfMemoryRequest = bytes;
+      rank.reservedBytes = std::max(
+          rank.reservedBytes,
+          allocator->reservedBytes() + CachingAllocatorModel::roundSize(bytes));
+      rank.reservedPhase = currentPhase + " (out of memory)";
+      return -1;
+    }
+    if (allocator->reservedBytes() > rank.reservedBytes) {
+      rank.reservedBytes = allocator->reservedBytes();
+      rank.reservedPhase =
+          currentPhase +
+          (pass ? " (step " + std::to_string(pass + 1) + ")" : std::string());
+    }
+    return *address;
+  }
+  void release(int64_t address) {
+    if (allocator && address >= 0 && !rank.allocatorOutOfMemory)
+      allocator->free(address);
+  }
+  /// A step's tensors exist for the step only.
+  void placeTransient(StepPeakAttr peak) {
+    SmallVector<int64_t> made;
+    if (peak)
+      for (int64_t bytes : peak.getTensors())
+        made.push_back(place(bytes));
+    for (int64_t address : made)
+      release(address);
+  }
+
   /// Notes `phase` with the step's peak (and `extraWorking`) added.
   void noteAtPeak(const std::string &phase, StepPeakAttr peak,
                   int64_t extraWorking = 0, std::optional<int64_t> at = {}) {
+    currentPhase = phase;
+    placeTransient(peak);
     MemoryBreakdown before = live;
     live.recomputeWorkingSet += extraWorking;
     if (peak) {
@@ -112,10 +190,22 @@ private:
   /// What holds a program allocation in the breakdown.
   using Holder = int64_t MemoryBreakdown::*;
 
-  void allocate(Value value, Holder holder) {
+  void allocate(Value value, Holder holder, bool placed = true) {
     int64_t bytes = getBufferBytes(value);
+    if (placed)
+      blocks[value] = place(bytes);
+    if (!counting)
+      return;
     live.*holder += bytes;
     allocated[value] = {bytes, holder};
+  }
+
+  void drop(Value value) {
+    auto block = blocks.find(value);
+    if (block != blocks.end()) {
+      release(block->second);
+      blocks.erase(block);
+    }
   }
 
   /// A compute step's target as the phase names it.
@@ -130,8 +220,17 @@ private:
   void step(Operation &op) {
     llvm::TypeSwitch<Operation *>(&op)
         .Case([&](shard::AllGatherOp gather) {
-          if (bufferOf(gather.getInput(), BufferKind::ParamShard))
-            allocate(gather.getResult(), &MemoryBreakdown::unshardedParameters);
+          // FSDP2 gathers a unit into one flat tensor on its all-gather
+          // stream and, once it has arrived, copies it out into the
+          // parameters (on the compute stream): the replay counts the
+          // parameters from the issue, the allocator places the flat
+          // buffer at the issue and the copies at the wait.
+          if (!bufferOf(gather.getInput(), BufferKind::ParamShard))
+            return;
+          allocate(gather.getResult(), &MemoryBreakdown::unshardedParameters,
+                   /*placed=*/false);
+          flat[gather.getResult()] =
+              place(getBufferBytes(gather.getResult()), /*stream=*/1);
         })
         .Case([&](SaveOp save) {
           allocate(save.getResult(), &MemoryBreakdown::savedActivations);
@@ -142,6 +241,7 @@ private:
                                           : &MemoryBreakdown::gradients);
         })
         .Case([&](FreeOp free) {
+          drop(free.getBuffer());
           auto it = allocated.find(free.getBuffer());
           if (it == allocated.end())
             return;
@@ -150,14 +250,14 @@ private:
           if (auto alloc = free.getBuffer().getDefiningOp<AllocOp>();
               alloc && alloc.getKind() == AllocKind::Gradients)
             note("gradients " + unitName(alloc.getOf()) +
-                 (alloc.getOf().empty() ? ""
-                                        : suffix(alloc.getMicroBatch())));
+                 (alloc.getOf().empty() ? "" : suffix(alloc.getMicroBatch())));
           live.*it->second.second -= it->second.first;
           allocated.erase(it);
         })
         .Case([&](RecomputeStepOp recompute) {
           recomputed += recompute.getBytes();
           recomputeStep = index;
+          rebuilt.push_back(place(recompute.getBytes()));
         })
         .Case([&](ForwardStepOp forward) {
           noteAtPeak("forward " +
@@ -174,25 +274,56 @@ private:
                      recomputeStep);
           recomputed = 0;
           recomputeStep.reset();
+          for (int64_t address : rebuilt)
+            release(address);
+          rebuilt.clear();
         })
         .Case([&](WaitOp wait) {
+          if (auto it = flat.find(wait.getCollective()); it != flat.end()) {
+            blocks[it->first] = place(getBufferBytes(it->first));
+            release(it->second);
+            flat.erase(it);
+            return;
+          }
           auto scatter =
               wait.getCollective().getDefiningOp<shard::ReduceScatterOp>();
-          BufferOp grad = scatter ? bufferOf(scatter.getInput(),
-                                             BufferKind::Gradient)
-                                  : BufferOp();
+          BufferOp grad =
+              scatter ? bufferOf(scatter.getInput(), BufferKind::Gradient)
+                      : BufferOp();
           if (!grad)
             return;
           noteAtPeak("reduce-scatter " + unitName(grad.getOf()) +
                          suffix(grad.getMicroBatch()),
                      wait.getPeakAttr());
         })
-        .Case([&](OptimizerStepOp) { note("optimizer step"); });
+        .Case([&](OptimizerStepOp) {
+          note("optimizer step");
+          if (pass == 0)
+            for (int64_t bytes : persistent.moments) {
+              place(bytes / 2);
+              place(bytes - bytes / 2);
+            }
+          SmallVector<int64_t> temporaries;
+          for (int64_t bytes : persistent.optimizerTemporaries)
+            temporaries.push_back(place(bytes));
+          for (int64_t address : temporaries)
+            release(address);
+        });
   }
 
   RankMemory &rank;
+  CachingAllocatorModel *allocator;
+  Persistent persistent;
+  bool counting = true;
+  /// Passes over the program done so far: steps of training.
+  int pass = 0;
+  std::string currentPhase = "start of step";
   /// What the program allocated and has not freed: bytes and holder.
   llvm::DenseMap<Value, std::pair<int64_t, Holder>> allocated;
+  /// The allocator's blocks: the program's allocations, the flat buffers of
+  /// gathers in flight, what a recompute rebuilt.
+  llvm::DenseMap<Value, int64_t> blocks, flat;
+  SmallVector<int64_t> rebuilt;
   int64_t recomputed = 0;
   std::optional<int64_t> recomputeStep;
   /// The program op being replayed.
@@ -208,8 +339,8 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
   if (failed(hardware))
     return failure();
   FailureOr<ProgramSet> set =
-      getPrograms(model, "estimate-memory", options.seqLen,
-                  options.microBatch, options.gradAccumulation);
+      getPrograms(model, "estimate-memory", options.seqLen, options.microBatch,
+                  options.gradAccumulation);
   if (failed(set))
     return failure();
   ArrayRef<ProgramOp> programs = set->programs;
@@ -220,11 +351,12 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
   if (int64_t(programs.size()) != int64_t(units->roots.size()))
     return mlir::emitError(model->getLoc())
            << "estimate-memory: @" << model.getSymName() << " has "
-           << programs.size() << " parc.program ops for "
-           << units->roots.size()
+           << programs.size() << " parc.program ops for " << units->roots.size()
            << " pipeline stages: run --lower-to-schedule again";
+  AllocatorKind allocatorKind = options.allocator.value_or(hardware->allocator);
   MemoryReport report;
   report.hardware = *hardware;
+  report.allocator = allocatorKind;
   report.seqLen = seq;
   report.microBatch = batch;
   for (ProgramOp program : programs) {
@@ -242,7 +374,23 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     rank.pipelined = pipelined;
     const UnitFootprint &root = units->roots[stage];
     ArrayRef<UnitFootprint> layers = units->layers[stage];
-    ProgramReplay replay(rank);
+    std::optional<CachingAllocatorModel> allocator;
+    if (allocatorKind != AllocatorKind::Direct)
+      allocator.emplace(allocatorKind,
+                        hardware->memoryBytes - hardware->fixedOverheadBytes);
+    ProgramReplay replay(rank, allocator ? &*allocator : nullptr);
+    if (allocator) {
+      ProgramReplay::Persistent persistent;
+      for (const UnitFootprint &unit :
+           llvm::concat<const UnitFootprint>(ArrayRef(root), layers)) {
+        persistent.parameterShards.push_back(unit.shardedParameters);
+        persistent.moments.push_back(unit.optimizerState);
+        // foreach AdamW's one new list: the square roots of the second
+        // moments, of every parameter at once.
+        persistent.optimizerTemporaries.push_back(unit.optimizerState / 2);
+      }
+      replay.setPersistent(std::move(persistent));
+    }
     // What lives through the whole step.
     MemoryBreakdown &live = replay.live;
     live.fixedOverhead = hardware->fixedOverheadBytes;
@@ -254,10 +402,22 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     }
     replay.note("start of step", -1);
     replay.run(program);
+    if (!allocator) {
+      rank.reservedBytes = rank.peakBytes - hardware->fixedOverheadBytes;
+      continue;
+    }
+    // Later steps start from the blocks the first left cached, with the
+    // optimizer's moments placed among them.
+    for (int step = 1; step < kAllocatorSteps; ++step)
+      replay.run(program, /*counting=*/false);
   }
-  for (size_t index = 1; index < report.ranks.size(); ++index)
+  for (size_t index = 1; index < report.ranks.size(); ++index) {
     if (report.ranks[index].peakBytes > report.ranks[report.peakRank].peakBytes)
       report.peakRank = index;
+    if (report.ranks[index].devicePeakBytes() >
+        report.ranks[report.deviceRank].devicePeakBytes())
+      report.deviceRank = index;
+  }
   return report;
 }
 
@@ -290,12 +450,22 @@ void MemoryReport::print(llvm::raw_ostream &os) const {
     row("fixed overhead", b.fixedOverhead);
     row("peak", rank.peakBytes);
     os << "  peak during: " << rank.peakPhase << "\n";
+    if (allocator == AllocatorKind::Direct)
+      continue;
+    row("reserved by allocator", rank.reservedBytes);
+    row("device peak", rank.devicePeakBytes());
+    os << "  reserved (" << getAllocatorName(allocator)
+       << " allocator) peaks during: " << rank.reservedPhase << "\n";
+    if (rank.allocatorOutOfMemory)
+      os << "  out of memory: the allocator cannot place "
+         << formatBytes(rank.outOfMemoryRequest) << " during "
+         << rank.outOfMemoryPhase << "\n";
   }
   os << "capacity " << formatBytes(hardware.memoryBytes) << ": "
      << (fits() ? "fits" : "DOES NOT FIT") << ", headroom "
      << formatBytes(headroomBytes());
   if (ranks.size() > 1)
-    os << " on the most loaded rank (" << ranks[peakRank].rankKind << ")";
+    os << " on the most loaded rank (" << ranks[deviceRank].rankKind << ")";
   os << "\n";
 }
 

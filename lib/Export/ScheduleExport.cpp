@@ -67,6 +67,7 @@ struct StepFields {
   schema::BufferKind bufferKind = schema::BufferKind::ParamShard;
   schema::AllocKind allocKind = schema::AllocKind::Gradients;
   std::optional<schema::Peak> peak;
+  std::vector<int64_t> peakBlocks;
 };
 
 class ProgramExporter {
@@ -204,7 +205,7 @@ private:
         })
         .Case([&](WaitOp wait) {
           fields.kind = schema::StepKind::Wait;
-          fields.peak = peakOf(wait.getPeakAttr());
+          setPeak(wait.getPeakAttr(), fields);
           return use(op, wait.getCollective(), fields);
         })
         .Case([&](OptimizerStepOp step) {
@@ -230,14 +231,17 @@ private:
     fields.microBatch = step.getMicroBatch();
     fields.chunk = step.getChunk();
     if constexpr (!std::is_same_v<StepOp, SaveOp>)
-      fields.peak = peakOf(step.getPeakAttr());
+      setPeak(step.getPeakAttr(), fields);
   }
 
-  static std::optional<schema::Peak> peakOf(StepPeakAttr peak) {
+  static void setPeak(StepPeakAttr peak, StepFields &fields) {
     if (!peak)
-      return std::nullopt;
-    return schema::Peak(peak.getWorking(), peak.getLogits(), peak.getSaved(),
-                        peak.getGradients());
+      return;
+    fields.peak = schema::Peak(peak.getWorking(), peak.getLogits(),
+                               peak.getSaved(), peak.getGradients());
+    if (DenseI64ArrayAttr blocks = peak.getBlocks())
+      fields.peakBlocks.assign(blocks.asArrayRef().begin(),
+                               blocks.asArrayRef().end());
   }
 
   fb::Offset<fb::String> shared(std::optional<StringRef> text) {
@@ -249,12 +253,15 @@ private:
     auto module = shared(f.module), part = shared(f.part),
          element = shared(f.element), grid = shared(f.grid),
          remat = shared(f.remat);
-    auto group = f.group.empty() ? fb::Offset<fb::Vector<int64_t>>()
-                                 : fbb.CreateVector(f.group);
+    auto vector = [&](const std::vector<int64_t> &values) {
+      return values.empty() ? fb::Offset<fb::Vector<int64_t>>()
+                            : fbb.CreateVector(values);
+    };
+    auto group = vector(f.group), blocks = vector(f.peakBlocks);
     return schema::CreateStep(
         fbb, f.kind, module, part, f.microBatch, f.chunk, f.operand, f.result,
         f.elements, element, f.bytes, grid, f.peer, group, f.bufferKind, remat,
-        f.params, f.maxNorm, f.allocKind, f.peak ? &*f.peak : nullptr);
+        f.params, f.maxNorm, f.allocKind, f.peak ? &*f.peak : nullptr, blocks);
   }
 
   fb::FlatBufferBuilder &fbb;
@@ -354,9 +361,13 @@ private:
     const schema::Peak *peak = step.peak();
     if (!peak)
       return StepPeakAttr();
+    DenseI64ArrayAttr blocks;
+    if (const auto *list = step.peak_blocks())
+      blocks = b.getDenseI64ArrayAttr(
+          SmallVector<int64_t>(list->begin(), list->end()));
     StepPeakAttr attr = StepPeakAttr::getChecked(
         [&] { return error(index); }, b.getContext(), peak->working(),
-        peak->logits(), peak->saved(), peak->gradients());
+        peak->logits(), peak->saved(), peak->gradients(), blocks);
     if (!attr)
       return failure();
     return attr;

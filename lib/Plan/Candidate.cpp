@@ -134,12 +134,13 @@ void CandidatePlanner::plan(PlanCandidate &candidate) {
   const MemoryReport &memory = *prediction.memory;
   candidate.planned = true;
   candidate.fits = memory.fits();
+  // Device memory, as the verdict is: what the allocator reserves.
   for (const RankMemory &rank : memory.ranks)
-    candidate.peaks.emplace_back(rank.rankKind, rank.peakBytes);
-  candidate.peakBytes = memory.peakBytes();
+    candidate.peaks.emplace_back(rank.rankKind, rank.devicePeakBytes());
+  candidate.peakBytes = memory.devicePeakBytes();
   candidate.capacityBytes = memory.hardware.memoryBytes;
   if (!memory.ranks.empty())
-    candidate.peakKind = memory.ranks[memory.peakRank].rankKind;
+    candidate.peakKind = memory.ranks[memory.deviceRank].rankKind;
   if (!prediction.cost)
     return; // over capacity: no step time predicted
   const CostReport &cost = *prediction.cost;

@@ -99,6 +99,9 @@ void mlir::parc::printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
   if (!kernels.empty())
     out << "  kernels: " << llvm::join(kernels, ", ")
         << " (over the hardware profile's)\n";
+  if (request.allocator != "profile")
+    out << "  allocator: " << request.allocator
+        << " (over the hardware profile's)\n";
   if (request.framework != RecipeFramework::Parc) {
     out << "  recipe: " << getRecipeFrameworkName(request.framework)
         << " job, its policies: " << (request.reshardAfterForward ? "" : "no ")
@@ -205,6 +208,7 @@ void writePlan(llvm::json::OStream &j, const PlanRequest &request,
   j.attribute("attention_kernel", request.attentionKernel);
   j.attribute("norm_kernel", request.normKernel);
   j.attribute("loss_kernel", request.lossKernel);
+  j.attribute("allocator", request.allocator);
   j.attributeArray("ignored_keys", [&] {
     for (const std::string &key : request.ignoredKeys)
       j.value(key);
@@ -229,6 +233,8 @@ void writeMemory(llvm::json::OStream &j, const MemoryReport &memory) {
   j.attribute("peak_rank", peak ? llvm::json::Value(peak->rankKind) : nullptr);
   j.attribute("peak_phase",
               peak ? llvm::json::Value(peak->peakPhase) : nullptr);
+  j.attribute("allocator", getAllocatorName(memory.allocator));
+  j.attribute("device_peak_bytes", memory.devicePeakBytes());
   j.attribute("fits", memory.fits());
   j.attribute("headroom_bytes", memory.headroomBytes());
   writeBreakdown(j, peak ? peak->atPeak : MemoryBreakdown());
@@ -239,6 +245,14 @@ void writeMemory(llvm::json::OStream &j, const MemoryReport &memory) {
         j.attribute("count", rank.rankCount);
         j.attribute("peak_bytes", rank.peakBytes);
         j.attribute("peak_phase", rank.peakPhase);
+        j.attribute("reserved_bytes", rank.reservedBytes);
+        j.attribute("reserved_phase", rank.reservedPhase);
+        j.attribute("device_peak_bytes", rank.devicePeakBytes());
+        if (rank.allocatorOutOfMemory)
+          j.attributeObject("out_of_memory", [&] {
+            j.attribute("phase", rank.outOfMemoryPhase);
+            j.attribute("request_bytes", rank.outOfMemoryRequest);
+          });
         j.attribute("layers", rank.layers);
         writeBreakdown(j, rank.atPeak);
       });

@@ -382,6 +382,8 @@ MemoryOptions mlir::parc::getMemoryOptions(const PlanRequest &request,
   options.microBatch = request.microBatchSize;
   options.gradAccumulation = request.gradAccumulation;
   options.imageTokens = request.imageTokens;
+  if (request.allocator != "profile")
+    options.allocator = parseAllocatorName(request.allocator);
   return options;
 }
 

@@ -221,6 +221,15 @@ void RecipeReader::applyFrameworkDefaults(PlanRequest &request) {
   // copy of the logits and an fp32 gradient.
   if (!lookup("train.loss_kernel"))
     request.lossKernel = "eager";
+  // Its launcher (run_train.sh) sets
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+  if (!lookup("train.allocator"))
+    request.allocator = "expandable-segments";
+  // Its apply_fsdp keeps the last block gathered after forward without a
+  // pipeline, "since FSDP would prefetch it immediately".
+  if (!lookup("parallel.fsdp_reshard_after_forward") &&
+      !lookup("parallel.fsdp_reshard_last_layer") && request.pp == 1)
+    request.reshardLastLayer = false;
 }
 
 void RecipeReader::apply(const RecipeSetting &setting) {
@@ -535,6 +544,9 @@ void RecipeReader::build(PlanRequest &request) {
              request.normKernel);
   readChoice("train.loss_kernel", {"profile", "fused", "eager"},
              request.lossKernel);
+  readChoice("train.allocator",
+             {"profile", "caching", "expandable-segments", "direct"},
+             request.allocator);
   readChoice("parallel.remat_scope", {"all", "language", "vision"},
              request.rematScope);
   readNonNegative("parallel.remat_margin", request.rematMargin);

@@ -50,6 +50,12 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Loss kernel: fused (chunked cross-entropy), eager "
      "(cross_entropy(logits.float()) with its fp32 copy and gradient), or "
      "profile (default; torchtitan jobs: eager)"},
+    {"train.allocator", "allocator", false, "name",
+     "How tensors get device memory: caching (PyTorch's CUDA caching "
+     "allocator), expandable-segments (with PYTORCH_CUDA_ALLOC_CONF="
+     "expandable_segments:True), direct (one allocation per tensor), or "
+     "profile (default: the hardware profile's; torchtitan jobs: "
+     "expandable-segments)"},
     {"train.frozen", "freeze", true, "path",
      "Dotted paths of modules to freeze (no gradients, no optimizer state)"},
     {"cluster.hardware", "hardware", false, "name",

@@ -88,6 +88,7 @@ void mlir::parc::writeRecipe(const PlanRequest &request,
   os << "  attention_kernel: " << request.attentionKernel << "\n";
   os << "  norm_kernel: " << request.normKernel << "\n";
   os << "  loss_kernel: " << request.lossKernel << "\n";
+  os << "  allocator: " << request.allocator << "\n";
   os << "cluster:\n";
   os << "  hardware: " << quote(request.hardware) << "\n";
   os << "  nodes: " << request.nodes << "\n";

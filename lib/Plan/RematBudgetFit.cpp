@@ -25,7 +25,7 @@ using namespace mlir::parc;
 
 namespace {
 
-constexpr int kMaxAttempts = 6;
+constexpr int kMaxAttempts = 9;
 
 /// The peak of `request` planned on a copy of `module` with `remat` and
 /// `budget`, or nothing when it does not plan.
@@ -60,23 +60,46 @@ FailureOr<int64_t> mlir::parc::fitRematBudget(ModuleOp module,
   auto target =
       static_cast<int64_t>(static_cast<double>(plain->hardware.memoryBytes) *
                            (1 - request.rematMargin));
-  const RankMemory &rank = plain->ranks[plain->peakRank];
-  int64_t rest = rank.peakBytes - rank.atPeak.savedActivations -
+  // The budget bounds what the tensors hold; the target is the device's
+  // (what the allocator reserves), so the first try leaves room for the
+  // allocator's reserve at the plain plan's ratio.
+  const RankMemory &rank = plain->ranks[plain->deviceRank];
+  int64_t rest = rank.devicePeakBytes() - rank.atPeak.savedActivations -
                  rank.atPeak.recomputeWorkingSet;
   // Fitting without remat, the whole target is the budget: every layer's
   // saved bytes, alive together at the end of forward, are under it.
-  if (plain->peakBytes() <= target)
+  if (plain->devicePeakBytes() <= target)
     return target;
   int64_t budget = std::max<int64_t>(0, target - rest);
   // The replay's peak answers a lower budget in steps (a layer changes its
   // decision), so each retry lowers it by twice the last overshoot's share.
-  for (int attempt = 0; attempt < kMaxAttempts && budget > 0; ++attempt) {
+  // Once one fits, the budgets between it and the last that did not are
+  // halved while tries are left: what the allocator reserves on top of the
+  // tensors is known only from a plan, and the largest budget that fits
+  // recomputes least.
+  int64_t over = -1; // the lowest budget that was tried and did not fit
+  int attempt = 0;
+  for (; attempt < kMaxAttempts && budget > 0; ++attempt) {
     std::optional<MemoryReport> fitted =
         tryPlan(module, request, "budget", budget, hardwareDir);
-    if (!fitted || fitted->peakBytes() <= target)
-      return budget;
-    int64_t over = fitted->peakBytes() - target;
-    budget = over > budget >> attempt ? 0 : budget - (over << attempt);
+    if (!fitted || fitted->devicePeakBytes() <= target)
+      break;
+    over = budget;
+    int64_t overshoot = fitted->devicePeakBytes() - target;
+    budget =
+        overshoot > budget >> attempt ? 0 : budget - (overshoot << attempt);
+  }
+  if (over < 0 || budget <= 0)
+    return budget;
+  for (; attempt < kMaxAttempts && over - budget > (int64_t(1) << 28);
+       ++attempt) {
+    int64_t middle = budget + (over - budget) / 2;
+    std::optional<MemoryReport> fitted =
+        tryPlan(module, request, "budget", middle, hardwareDir);
+    if (fitted && fitted->devicePeakBytes() <= target)
+      budget = middle;
+    else
+      over = middle;
   }
   return budget;
 }

@@ -24,6 +24,7 @@ struct EstimateMemoryPass
     options.microBatch = getExplicit(microBatch);
     options.gradAccumulation = getExplicit(gradAccumulation);
     options.imageTokens = imageTokens;
+    options.allocator = getAllocatorKind(allocator);
     LowerToScheduleOptions lower =
         getOnDemandLowering(seqLen, microBatch, gradAccumulation, imageTokens,
                             hardware, hardwareDir);

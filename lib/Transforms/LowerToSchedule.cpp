@@ -201,10 +201,17 @@ private:
   }
 
   StepPeakAttr peak(int64_t working, int64_t logits, int64_t saved,
-                    int64_t gradients) {
+                    int64_t gradients, ArrayRef<int64_t> tensors = {}) {
     if (!working && !logits && !saved && !gradients)
       return {};
-    return StepPeakAttr::get(b.getContext(), working, logits, saved, gradients);
+    // One tensor is what the parts say already.
+    SmallVector<int64_t> made;
+    llvm::copy_if(tensors, std::back_inserter(made),
+                  [](int64_t t) { return t > 0; });
+    DenseI64ArrayAttr blocks =
+        made.size() > 1 ? b.getDenseI64ArrayAttr(made) : DenseI64ArrayAttr();
+    return StepPeakAttr::get(b.getContext(), working, logits, saved, gradients,
+                             blocks);
   }
 
   /// `bytes` the preceding compute step leaves (nothing for none).
@@ -498,9 +505,9 @@ private:
       settle();
       // The loss path, and what the loss keeps for its backward.
       const LossBytes &loss = plan.loss;
-      ForwardStepOp::create(
-          b, loc, rootPath, tailPart, mbAttr, IntegerAttr(),
-          peak(0, loss.kept + loss.transient, loss.rootSaved, 0));
+      ForwardStepOp::create(b, loc, rootPath, tailPart, mbAttr, IntegerAttr(),
+                            peak(0, loss.kept + loss.transient, loss.rootSaved,
+                                 0, loss.forwardTensors));
       tpCollectives(ArrayRef(plan.rootTp.forward).drop_front(headForward),
                     false, "", mb, plan.seq);
       if (loss.rootSaved > 0)
@@ -508,8 +515,11 @@ private:
             b, loc,
             RankedTensorType::get({loss.rootSaved}, b.getIntegerType(8)),
             rootPath, tailPart, mbAttr, IntegerAttr()));
-      if (Value kept = alloc(AllocKind::Logits, "", mb, loss.kept))
-        tailKept[mb].push_back(kept);
+      // One allocation per tensor the loss keeps, where a caching
+      // allocator places each on its own.
+      for (int64_t bytes : loss.keptTensors)
+        if (Value kept = alloc(AllocKind::Logits, "", mb, bytes))
+          tailKept[mb].push_back(kept);
     } else {
       transfer(/*send=*/true, /*gradient=*/false, (stage + 1) % plan.stages,
                boundaryPath(chunk, false), mb);
@@ -542,7 +552,7 @@ private:
       StepPeakAttr highest =
           lmHeadLogits + lmHeadGrads + lmHeadWorking > lossGrads
               ? peak(lmHeadWorking, lmHeadLogits, 0, lmHeadGrads)
-              : peak(0, lossGrads, 0, 0);
+              : peak(0, lossGrads, 0, 0, loss.gradientTensors);
       BackwardStepOp::create(b, loc, rootPath, tailPart, mbAttr, IntegerAttr(),
                              highest);
       tpCollectives(ArrayRef(plan.rootTp.backward).drop_front(headBackward),

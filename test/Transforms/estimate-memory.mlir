@@ -4,6 +4,9 @@
 // RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 | sed 's/shard.grid @fsdp(shape = 2)/&\n  shard.grid @tp(shape = 4)/' | not parc-opt "--estimate-memory=hardware=cpu seq=8" 2>&1 | FileCheck %s --check-prefix=GRIDS
 // RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --estimate-memory=hardware=cpu 2>&1 | FileCheck %s --check-prefix=NO-PLAN
 // RUN: not parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 --estimate-memory=hardware=tpu-v9 2>&1 | FileCheck %s --check-prefix=HARDWARE
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-memory=hardware=h100-80gb seq=8 mbs=1" 2>/dev/null | FileCheck %s --check-prefix=CACHING
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-memory=hardware=h100-80gb seq=8 mbs=1 allocator=expandable-segments" 2>/dev/null | FileCheck %s --check-prefix=EXPANDABLE
+// RUN: parc-opt %S/Inputs/tiny-2-layers.mlir --apply-fsdp=shards=2 "--estimate-memory=hardware=h100-80gb seq=8 mbs=1 allocator=direct" 2>/dev/null | FileCheck %s --check-prefix=DIRECT
 
 // Two f32 layers of 1232 parameters and a tied 100x16 embedding (counted,
 // sharded and given moments once: 4064 parameters, 2032 per rank), seq 8.
@@ -53,3 +56,20 @@
 // NO-PLAN: error: lower-to-schedule: @tiny has no FSDP plan: run --apply-fsdp first (shards=1 for unsharded parameters)
 // HARDWARE: error: unknown hardware profile 'tpu-v9'
 // HARDWARE-SAME: a100-80gb, b200-192gb, cpu, h100-80gb, h100-96gb-500w, h200-141gb
+
+// On a GPU profile the device holds what the caching allocator reserves:
+// every tensor of this model is under 1 MiB, so the compute stream and the
+// all-gather stream each reserve one 2 MiB small-pool segment, and the
+// verdict is against those and the fixed overhead (1.5 GiB).
+// CACHING: peak {{.*}} 1610672096 bytes
+// CACHING-NEXT: peak during: reduce-scatter model.layers.1
+// CACHING-NEXT: reserved by allocator {{.*}} 4194304 bytes
+// CACHING-NEXT: device peak {{.*}} 1614807040 bytes
+// CACHING-NEXT: reserved (caching allocator) peaks during: start of step
+// CACHING-NEXT: capacity 79.11 GiB: fits, headroom 77.61 GiB
+// EXPANDABLE: reserved by allocator {{.*}} 4194304 bytes
+// EXPANDABLE: reserved (expandable-segments allocator) peaks during: start of step
+// One allocation per tensor: nothing is reserved beyond the tensors.
+// DIRECT: peak {{.*}} 1610672096 bytes
+// DIRECT-NEXT: peak during: reduce-scatter model.layers.1
+// DIRECT-NEXT: capacity 79.11 GiB: fits, headroom 77.61 GiB

@@ -30,7 +30,7 @@
 // the root's gradients from then on (1600 x (2 bf16 + 4 f32 for the
 // reduce) = 9600); a layer's backward leaves its unsharded gradients
 // (1232 x 6 = 7392) and its fp32 gradient shards (616 x 4 = 2464).
-// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 54 steps
+// FSDP: remark: lower-to-schedule: 1 program for 2 ranks: @all_ranks 56 steps
 // FSDP-LABEL: parc.program @all_ranks ranks 2 covers {} micro_batches 1 batch 1 seq 8 {
 // FSDP-NEXT: %[[ROOT:.*]] = parc.buffer param_shard "" : tensor<800xbf16>
 // FSDP-NEXT: %[[W0:.*]] = parc.buffer param_shard "model.layers.0" : tensor<616xbf16>
@@ -48,13 +48,17 @@
 // FSDP-NEXT: parc.forward_step "model.layers.1" micro_batch 0 peak <working = 1024>
 // FSDP-NEXT: %[[S1:.*]] = parc.save "model.layers.1" micro_batch 0 : tensor<2400xi8>
 // FSDP-NEXT: parc.free %[[G1]] : tensor<1232xbf16>
-// FSDP-NEXT: parc.forward_step "" part "tail" micro_batch 0 peak <logits = 4800, saved = 320>
+// FSDP-NEXT: parc.forward_step "" part "tail" micro_batch 0 peak <logits = 4800, saved = 320, blocks = [320, 1600, 3200]>
 // FSDP-NEXT: %[[ST:.*]] = parc.save "" part "tail" micro_batch 0 : tensor<320xi8>
-// FSDP-NEXT: %[[LOGITS:.*]] = parc.alloc logits "" micro_batch 0 : tensor<4800xi8>
+// What the loss keeps, one allocation per tensor: the logits and the fp32
+// log-softmax.
+// FSDP-NEXT: %[[LOGITS:.*]] = parc.alloc logits "" micro_batch 0 : tensor<1600xi8>
+// FSDP-NEXT: %[[LSM:.*]] = parc.alloc logits "" micro_batch 0 : tensor<3200xi8>
 // FSDP-NEXT: parc.backward_step "" part "tail" micro_batch 0 peak <logits = -3200, gradients = 9600>
 // FSDP-NEXT: %[[RG:.*]] = parc.alloc gradients "" micro_batch 0 : tensor<9600xi8>
 // FSDP-NEXT: parc.free %[[ST]] : tensor<320xi8>
-// FSDP-NEXT: parc.free %[[LOGITS]] : tensor<4800xi8>
+// FSDP-NEXT: parc.free %[[LOGITS]] : tensor<1600xi8>
+// FSDP-NEXT: parc.free %[[LSM]] : tensor<3200xi8>
 // FSDP-NEXT: %[[B1:.*]] = shard.all_gather %[[W1]] on @fsdp
 // FSDP-NEXT: %[[B0:.*]] = shard.all_gather %[[W0]] on @fsdp
 // FSDP-NEXT: parc.wait %[[B1]] : tensor<1232xbf16>
@@ -102,7 +106,7 @@
 // tensor a backward needs is kept; the recompute rebuilds the norm's rstd
 // (32 bytes). Two micro-batches and no pipeline, so F0 B0 F1 B1, a reduce-scatter per
 // micro-batch.
-// REMAT: @all_ranks 104 steps
+// REMAT: @all_ranks 108 steps
 // REMAT: parc.program @all_ranks ranks 2 covers {} micro_batches 2 batch 1 seq 8 {
 // REMAT: parc.save "model.layers.0" micro_batch 0 : tensor<2624xi8>
 // REMAT: parc.backward_step "" part "tail" micro_batch 0
@@ -137,7 +141,7 @@
 // input (128 bf16 = 256 bytes) and recomputes 2400. Each stage holds a copy
 // of the tied embedding / lm_head (1600), whose gradient shards (800 f32)
 // are all-reduced between the two stages.
-// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 94 steps, @stage_1 102 steps
+// PP: remark: lower-to-schedule: 2 programs for 4 ranks: @stage_0 94 steps, @stage_1 106 steps
 // PP-LABEL: parc.program @stage_0 ranks 2 covers {pp = array<i64: 0>} micro_batches 2 batch 1 seq 8 {
 // PP: parc.forward_step "model.layers.1" micro_batch 0
 // PP-NEXT: parc.save "model.layers.1" micro_batch 0 : tensor<256xi8>
@@ -175,9 +179,10 @@
 // The last stage computes the loss: lm_head's backward holds the root's
 // gradients and, accumulating over the micro-batches, their shards (9600 +
 // 800 x 4 bytes).
-// PP: parc.forward_step "" part "tail" micro_batch 0 peak <logits = 4800, saved = 320>
+// PP: parc.forward_step "" part "tail" micro_batch 0 peak <logits = 4800, saved = 320, blocks = [320, 1600, 3200]>
 // PP-NEXT: parc.save "" part "tail" micro_batch 0 : tensor<320xi8>
-// PP-NEXT: parc.alloc logits "" micro_batch 0 : tensor<4800xi8>
+// PP-NEXT: parc.alloc logits "" micro_batch 0 : tensor<1600xi8>
+// PP-NEXT: parc.alloc logits "" micro_batch 0 : tensor<3200xi8>
 // PP-NEXT: parc.backward_step "" part "tail" micro_batch 0 peak <logits = -3200, gradients = 12800>
 // PP-NEXT: parc.alloc gradients "" micro_batch 0 : tensor<9600xi8>
 // PP-NEXT: parc.alloc gradient_shards "" : tensor<3200xi8>
@@ -217,9 +222,11 @@
 // INTERLEAVED-NEXT: parc.forward_step "" part "tail" micro_batch 0
 // INTERLEAVED-NEXT: parc.save "" part "tail"
 // INTERLEAVED-NEXT: parc.alloc logits ""
+// INTERLEAVED-NEXT: parc.alloc logits ""
 // INTERLEAVED-NEXT: parc.backward_step "" part "tail" micro_batch 0
 // INTERLEAVED-NEXT: parc.alloc gradients ""
 // INTERLEAVED-NEXT: parc.alloc gradient_shards ""
+// INTERLEAVED-NEXT: parc.free
 // INTERLEAVED-NEXT: parc.free
 // INTERLEAVED-NEXT: parc.free
 // INTERLEAVED-NEXT: shard.all_gather
@@ -250,6 +257,7 @@
 // TP-NEXT: %[[L:.*]] = parc.buffer activation "" micro_batch 0 : tensor<400xbf16>
 // TP-NEXT: shard.all_gather %[[L]] on @tp grid_axes = [0] gather_axis = 0 : tensor<400xbf16> -> tensor<800xbf16>
 // TP-NEXT: parc.save "" part "tail" micro_batch 0
+// TP-NEXT: parc.alloc logits "" micro_batch 0
 // TP-NEXT: parc.alloc logits "" micro_batch 0
 // TP-NEXT: parc.backward_step "" part "tail" micro_batch 0
 // TP-NEXT: parc.buffer activation_grad "" micro_batch 0 : tensor<128xbf16>

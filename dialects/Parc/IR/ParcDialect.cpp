@@ -34,17 +34,43 @@ void ParcDialect::initialize() {
 
 LogicalResult StepPeakAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t working, int64_t logits,
-                                   int64_t saved, int64_t gradients) {
+                                   int64_t saved, int64_t gradients,
+                                   DenseI64ArrayAttr blocks) {
   // A part may be negative (freed before the highest point), the whole not.
-  int64_t total = 0;
+  int64_t total = 0, positive = 0;
   for (int64_t bytes : {working, logits, saved, gradients})
-    if (llvm::AddOverflow(total, bytes, total))
+    if (llvm::AddOverflow(total, bytes, total) ||
+        llvm::AddOverflow(positive, std::max<int64_t>(bytes, 0), positive))
       return emitError() << "#parc.peak overflows 64 bits";
   if (total < 0)
     return emitError() << "#parc.peak adds " << total
                        << " bytes: a step's highest point is never below "
                           "what was live before it";
+  if (!blocks)
+    return success();
+  int64_t sum = 0;
+  for (int64_t block : blocks.asArrayRef()) {
+    if (block <= 0)
+      return emitError() << "#parc.peak block of " << block
+                         << " bytes: every block is a tensor of at least one "
+                            "byte";
+    if (llvm::AddOverflow(sum, block, sum))
+      return emitError() << "#parc.peak blocks overflow 64 bits";
+  }
+  if (sum != positive)
+    return emitError() << "#parc.peak blocks add up to " << sum
+                       << " bytes, its positive parts to " << positive;
   return success();
+}
+
+SmallVector<int64_t> StepPeakAttr::getTensors() const {
+  if (DenseI64ArrayAttr blocks = getBlocks())
+    return SmallVector<int64_t>(blocks.asArrayRef());
+  SmallVector<int64_t> tensors;
+  for (int64_t bytes : {getWorking(), getLogits(), getSaved(), getGradients()})
+    if (bytes > 0)
+      tensors.push_back(bytes);
+  return tensors;
 }
 
 //===----------------------------------------------------------------------===//

@@ -46,20 +46,33 @@ def Parc_StepPeakAttr : AttrDef<Parc_Dialect, "StepPeak"> {
     of a program is: live bytes are the allocations not yet freed, and each
     step with a peak reaches live + peak. A step without one adds nothing.
 
+    `blocks`, where present, are the tensors that make up the positive
+    parts, in the order the step allocates them (the loss path's logits,
+    their fp32 copy, the log-softmax); without it each positive part is
+    one tensor. A replay that counts bytes needs only the parts; one that
+    models a caching allocator places each block, since which freed block a
+    later tensor fits in depends on the sizes, not on their sum.
+
     ```mlir
     parc.backward_step "model.layers.1" micro_batch 0 peak <working = 9184>
+    parc.backward_step "" part "tail" micro_batch 0
+        peak <logits = 8192, blocks = [4096, 4096]>
     ```
   }];
   let parameters = (ins DefaultValuedParameter<"int64_t", "0">:$working,
                         DefaultValuedParameter<"int64_t", "0">:$logits,
                         DefaultValuedParameter<"int64_t", "0">:$saved,
-                        DefaultValuedParameter<"int64_t", "0">:$gradients);
+                        DefaultValuedParameter<"int64_t", "0">:$gradients,
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$blocks);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t total() const {
       return getWorking() + getLogits() + getSaved() + getGradients();
     }
+    /// The tensors the step allocates on the way to its highest point:
+    /// `blocks`, or each positive part as one.
+    ::llvm::SmallVector<int64_t> getTensors() const;
   }];
 }
 

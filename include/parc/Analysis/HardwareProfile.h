@@ -12,6 +12,7 @@
 #include "Parc/IR/ParcInterfaces.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
+#include "parc/Analysis/CachingAllocator.h"
 
 #include <string>
 #include <vector>
@@ -30,9 +31,12 @@ struct HardwareProfile {
   double intraNodeBandwidth = 0; // bytes/s per GPU (NVLink)
   double interNodeBandwidth = 0; // bytes/s per GPU (network)
   int64_t gpusPerNode = 8;
-  /// Memory the framework cannot use for tensors: CUDA context, NCCL
-  /// communication buffers, allocator reserve.
+  /// Memory outside the tensor allocator: CUDA context, NCCL communication
+  /// buffers, library workspaces.
   int64_t fixedOverheadBytes = 0;
+  /// How tensors get device memory: the CUDA caching allocator on GPUs (what
+  /// a run's reserved memory measures), one allocation per tensor on CPUs.
+  AllocatorKind allocator = AllocatorKind::Caching;
   /// The fraction of `bf16Flops` training compute achieves on this part,
   /// calibrated from published throughput (each profile names its source).
   double computeEfficiency = 0;

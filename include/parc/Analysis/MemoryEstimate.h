@@ -52,9 +52,26 @@ struct RankMemory {
   int64_t rankCount = 1; // ranks of this kind
   int64_t layers = 0;    // layer units the rank holds (its stage's)
   bool pipelined = false;
+  /// The most the rank's tensors hold at one moment, with the fixed
+  /// overhead.
   int64_t peakBytes = 0;
   std::string peakPhase; // "backward model.layers.0", "forward lm_head", ...
   MemoryBreakdown atPeak;
+  /// The most the allocator reserves over the steps it replays
+  /// (CachingAllocator.h), without the fixed overhead; with direct
+  /// allocation, what the tensors hold.
+  int64_t reservedBytes = 0;
+  std::string reservedPhase;
+  /// A request the caching allocator could not meet even after releasing
+  /// its cache: the run stops there with CUDA out of memory.
+  bool allocatorOutOfMemory = false;
+  std::string outOfMemoryPhase;
+  int64_t outOfMemoryRequest = 0;
+  /// What the device must hold: what the allocator reserves and the fixed
+  /// overhead beside it.
+  int64_t devicePeakBytes() const {
+    return std::max(peakBytes, reservedBytes + atPeak.fixedOverhead);
+  }
   /// Every note of the replay, in program order: what --trace draws as the
   /// memory counter.
   std::vector<MemorySample> timeline;
@@ -73,6 +90,8 @@ struct MemoryOptions {
   int64_t gradAccumulation = 0;
   /// Image tokens per sample entering the vision tower (0: text-only).
   int64_t imageTokens = 0;
+  /// Over the hardware profile's.
+  std::optional<AllocatorKind> allocator;
 };
 
 struct MemoryReport {
@@ -80,14 +99,27 @@ struct MemoryReport {
   /// The batch the programs train on: micro-batches of `microBatch`
   /// sequences of `seqLen` tokens.
   int64_t seqLen = 0, microBatch = 0;
+  AllocatorKind allocator = AllocatorKind::Caching;
   std::vector<RankMemory> ranks;
-  /// Index into `ranks` of the most loaded rank kind.
-  size_t peakRank = 0;
+  /// Index into `ranks` of the rank kind whose tensors hold the most, and
+  /// of the one whose device memory is fullest.
+  size_t peakRank = 0, deviceRank = 0;
   int64_t peakBytes() const {
     return ranks.empty() ? 0 : ranks[peakRank].peakBytes;
   }
-  bool fits() const { return peakBytes() <= hardware.memoryBytes; }
-  int64_t headroomBytes() const { return hardware.memoryBytes - peakBytes(); }
+  int64_t devicePeakBytes() const {
+    return ranks.empty() ? 0 : ranks[deviceRank].devicePeakBytes();
+  }
+  /// Verdicts are the device's: reserved memory, not allocated.
+  bool fits() const {
+    for (const RankMemory &rank : ranks)
+      if (rank.allocatorOutOfMemory)
+        return false;
+    return devicePeakBytes() <= hardware.memoryBytes;
+  }
+  int64_t headroomBytes() const {
+    return hardware.memoryBytes - devicePeakBytes();
+  }
 
   /// A readable table per rank kind.
   void print(llvm::raw_ostream &os) const;
@@ -103,8 +135,7 @@ struct MemoryReport {
 struct LayerActivationBytes {
   int64_t saved = 0, recomputed = 0, working = 0;
 };
-LayerActivationBytes estimateLayerActivations(NNModuleOp layer,
-                                              RematKind remat,
+LayerActivationBytes estimateLayerActivations(NNModuleOp layer, RematKind remat,
                                               int64_t batch, int64_t tokens,
                                               int64_t elementBytes,
                                               TpPlan tp = {},

@@ -48,6 +48,10 @@ UnitFootprint getFootprint(const FsdpUnitSize &size, int64_t shards);
 struct LossBytes {
   int64_t logits = 0; // logit elements
   int64_t rootSaved = 0, kept = 0, transient = 0, gradients = 0;
+  /// The same bytes as the tensors they are, in the order they are made:
+  /// the forward's (root saves, logits, softcaps, fp32 copy, log-softmax),
+  /// those of them the loss keeps, and the backward's gradients.
+  SmallVector<int64_t> forwardTensors, keptTensors, gradientTensors;
 };
 
 /// The root's loss path at `batch` x `seq` on one rank of `tp` with the
@@ -60,8 +64,7 @@ LossBytes getLossBytes(ModelOp model, int64_t batch, int64_t seq, TpPlan tp,
 /// embedding table. The embedding runs first, so its backward is the last
 /// of the step and its gradient does not exist while the layers' backward
 /// runs (a table tied to lm_head has one from lm_head's backward on).
-SmallVector<int64_t> getLateRootGradientElements(ModelOp model,
-                                                 int64_t tpSize);
+SmallVector<int64_t> getLateRootGradientElements(ModelOp model, int64_t tpSize);
 
 } // namespace mlir::parc
 

@@ -76,6 +76,10 @@ struct PlanRequest {
   std::string attentionKernel = "profile";
   std::string normKernel = "profile";
   std::string lossKernel = "profile";
+  /// How tensors get device memory: "profile" (the hardware profile's),
+  /// "caching", "expandable-segments" (PYTORCH_CUDA_ALLOC_CONF's
+  /// expandable_segments:True) or "direct".
+  std::string allocator = "profile";
 
   // cluster:
   std::string hardware;

@@ -244,7 +244,19 @@ def EstimateMemory : Pass<"estimate-memory", "::mlir::parc::ModelOp"> {
     Option<"gradAccumulation", "grad-accum", "int64_t", /*default=*/"1",
            "Micro-batches per optimizer step">,
     Option<"imageTokens", "image-tokens", "int64_t", /*default=*/"0",
-           "Image tokens per sample entering the vision tower">
+           "Image tokens per sample entering the vision tower">,
+    Option<"allocator", "allocator", "::mlir::parc::AllocatorChoice",
+           /*default=*/"::mlir::parc::AllocatorChoice::Profile",
+           "How tensors get device memory", [{::llvm::cl::values(
+      clEnumValN(::mlir::parc::AllocatorChoice::Profile, "profile",
+                 "the hardware profile's"),
+      clEnumValN(::mlir::parc::AllocatorChoice::Caching, "caching",
+                 "PyTorch's CUDA caching allocator"),
+      clEnumValN(::mlir::parc::AllocatorChoice::ExpandableSegments,
+                 "expandable-segments",
+                 "the caching allocator with expandable_segments:True"),
+      clEnumValN(::mlir::parc::AllocatorChoice::Direct, "direct",
+                 "one allocation per tensor, no cache"))}]>
   ];
 }
 

@@ -998,6 +998,39 @@ parc.model @program_peak_negative class "M" {
 
 // -----
 
+parc.model @program_peak_blocks_sum class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    // The blocks are the positive parts' tensors: -16 freed is none of them.
+    // expected-error@+1 {{#parc.peak blocks add up to 40 bytes, its positive parts to 48}}
+    parc.forward_step "layers.0" micro_batch 0 peak <working = 16, logits = 32, saved = -16, blocks = [8, 32]>
+  }
+}
+
+// -----
+
+parc.model @program_peak_block_empty class "M" {
+  shard.grid @fsdp(shape = 2)
+  shard.grid @pp(shape = 2)
+  parc.module @layers "ModuleList" list {
+    parc.module @"0" "Block" leaf attributes {parc.layer_index = 0 : i64, parc.stack = "language"} {
+      parc.param @w : tensor<4x4xf32>
+    }
+  }
+  parc.program @p ranks 4 covers {} micro_batches 1 batch 1 seq 8 {
+    // expected-error@+1 {{#parc.peak block of 0 bytes: every block is a tensor of at least one byte}}
+    parc.forward_step "layers.0" micro_batch 0 peak <logits = 32, blocks = [32, 0]>
+  }
+}
+
+// -----
+
 parc.model @program_wait_never class "M" {
   shard.grid @fsdp(shape = 2)
   shard.grid @pp(shape = 2)

@@ -227,8 +227,9 @@ parc.model @scheduled class "M" {
     parc.forward_step "" part "head" micro_batch 0
     // CHECK-NEXT: parc.wait %[[G]] : tensor<16xbf16>
     parc.wait %g : tensor<16xbf16>
-    // CHECK-NEXT: parc.forward_step "layers.0" micro_batch 0 chunk 1 peak <working = 96, logits = -16>
-    parc.forward_step "layers.0" micro_batch 0 chunk 1 peak <logits = -16, working = 96>
+    // `blocks`: the tensors of the step's rise, for an allocator model.
+    // CHECK-NEXT: parc.forward_step "layers.0" micro_batch 0 chunk 1 peak <working = 96, logits = -16, blocks = [32, 64]>
+    parc.forward_step "layers.0" micro_batch 0 chunk 1 peak <blocks = [32, 64], logits = -16, working = 96>
     // CHECK-NEXT: %[[S:.*]] = parc.save "layers.0" micro_batch 0 chunk 1 : tensor<64xi8>
     %s = parc.save "layers.0" micro_batch 0 chunk 1 : tensor<64xi8>
     // CHECK-NEXT: parc.free %[[G]] : tensor<16xbf16>

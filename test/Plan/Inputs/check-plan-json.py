@@ -110,6 +110,8 @@ MEMORY = {
     "peak_bytes": INT,
     "peak_rank": (STR, NULL),
     "peak_phase": (STR, NULL),
+    "allocator": STR,
+    "device_peak_bytes": INT,
     "fits": BOOL,
     "headroom_bytes": INT,
     "breakdown": BREAKDOWN,
@@ -119,6 +121,9 @@ MEMORY = {
             "count": INT,
             "peak_bytes": INT,
             "peak_phase": STR,
+            "reserved_bytes": INT,
+            "reserved_phase": STR,
+            "device_peak_bytes": INT,
             "layers": INT,
             "breakdown": BREAKDOWN,
         }
@@ -263,8 +268,16 @@ if expected_status != "error":
     memory = document["memory"]
     if memory["fits"] != (expected_status == "fits"):
         fail("$.memory.fits", "disagrees with the status")
-    if memory["headroom_bytes"] != memory["capacity_bytes"] - memory["peak_bytes"]:
-        fail("$.memory.headroom_bytes", "is not capacity - peak")
+    if memory["headroom_bytes"] != memory["capacity_bytes"] - memory["device_peak_bytes"]:
+        fail("$.memory.headroom_bytes", "is not capacity - device peak")
+    if memory["device_peak_bytes"] < memory["peak_bytes"]:
+        fail("$.memory.device_peak_bytes", "is below what the tensors hold")
+    for i, rank in enumerate(memory["ranks"]):
+        if rank["device_peak_bytes"] != max(
+                rank["peak_bytes"],
+                rank["reserved_bytes"] + rank["breakdown"]["fixed_overhead"]):
+            fail("$.memory.ranks[%d].device_peak_bytes" % i,
+                 "is not the reserved bytes and the fixed overhead")
     if sum(memory["breakdown"].values()) != memory["peak_bytes"]:
         fail("$.memory.breakdown", "does not add up to peak_bytes")
     if document["cost"] is None:

@@ -67,14 +67,14 @@ for draw in range(draws):
         continue
     capacity = budget["memory"]["capacity_bytes"]
     target = capacity * (1 - float(margin))
-    peak = budget["memory"]["peak_bytes"]
-    if plain["memory"]["peak_bytes"] <= target:
+    peak = budget["memory"]["device_peak_bytes"]
+    if plain["memory"]["device_peak_bytes"] <= target:
         counts["fits_plain"] += 1
         if budget["cost"]["flops"]["recompute"] != 0:
             fail(draw, "%s: fits without remat, yet the budget recomputes" % name)
-        if peak != plain["memory"]["peak_bytes"]:
+        if peak != plain["memory"]["device_peak_bytes"]:
             fail(draw, "%s: fits without remat, yet the budget peaks elsewhere" % name)
-    elif full["status"] == "fits" and full["memory"]["peak_bytes"] <= target:
+    elif full["status"] == "fits" and full["memory"]["device_peak_bytes"] <= target:
         counts["both"] += 1
         if peak > target:
             fail(draw, "%s: full remat fits within the margin, the budget peaks at %d > %d"
