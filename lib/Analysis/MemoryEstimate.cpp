@@ -99,6 +99,8 @@ public:
     /// parameter: what a unit's parameters hold is contiguous and freed
     /// together, so they land where one tensor of their sum would).
     SmallVector<int64_t> parameterShards, moments, optimizerTemporaries;
+    /// The for-loop AdamW's: one parameter's temporary at a time.
+    int64_t largestMoment = 0;
   };
   void setPersistent(Persistent state) {
     persistent = std::move(state);
@@ -306,6 +308,7 @@ private:
           SmallVector<int64_t> temporaries;
           for (int64_t bytes : persistent.optimizerTemporaries)
             temporaries.push_back(place(bytes));
+          temporaries.push_back(place(persistent.largestMoment));
           for (int64_t address : temporaries)
             release(address);
         });
@@ -385,9 +388,11 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
            llvm::concat<const UnitFootprint>(ArrayRef(root), layers)) {
         persistent.parameterShards.push_back(unit.shardedParameters);
         persistent.moments.push_back(unit.optimizerState);
-        // foreach AdamW's one new list: the square roots of the second
-        // moments, of every parameter at once.
-        persistent.optimizerTemporaries.push_back(unit.optimizerState / 2);
+        if (options.optimizerImpl == OptimizerImpl::Foreach)
+          persistent.optimizerTemporaries.push_back(unit.optimizerState / 2);
+        else if (options.optimizerImpl == OptimizerImpl::ForLoop)
+          persistent.largestMoment =
+              std::max(persistent.largestMoment, unit.largestMoment);
       }
       replay.setPersistent(std::move(persistent));
     }

@@ -42,6 +42,8 @@ UnitFootprint mlir::parc::getFootprint(const FsdpUnitSize &size,
   unit.producedGradients = size.trainableElements * size.computeBytes;
   // AdamW: first and second moments.
   unit.optimizerState = 2 * trainablePerRank * size.optimBytes;
+  unit.largestMoment =
+      (size.largestTrainable + shards - 1) / shards * size.optimBytes;
   return unit;
 }
 

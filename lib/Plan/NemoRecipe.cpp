@@ -109,6 +109,8 @@ constexpr KeyRow kNemoKeys[] = {
     {"validation_dataset", "*", KeyUse::Ignore},
     {"validation_dataloader", "*", KeyUse::Ignore},
     {"optimizer", "_target_", KeyUse::Plan},
+    {"optimizer", "foreach", KeyUse::Plan},
+    {"optimizer", "fused", KeyUse::Plan},
     {"optimizer", "*", KeyUse::Ignore},
     {"lr_scheduler", "*", KeyUse::Ignore},
     {"clip_grad_norm", "max_norm", KeyUse::Plan},
@@ -299,6 +301,8 @@ private:
   bool configRead = false;
   bool isVlm = false;
   bool failed = false;
+  /// distributed.tp_size as read (0: not given or refused).
+  int64_t tpSize = 0;
 };
 
 void NemoRecipe::checkKeys() {
@@ -592,7 +596,7 @@ int64_t NemoRecipe::translateDistributed() {
       set(parcKey, std::to_string(*value), found.loc);
     return *value;
   };
-  size("tp_size", "parallel.tp");
+  tpSize = size("tp_size", "parallel.tp");
   int64_t pp = size("pp_size", "parallel.pp");
   for (auto [key, what] :
        {std::pair<StringRef, StringRef>("cp_size", "context parallelism"),
@@ -897,6 +901,20 @@ void NemoRecipe::translateOptimizer() {
                              "torch.optim.Adam)";
     }
   }
+  // torch.optim's own default (foreach on CUDA) unless the recipe says;
+  // AutoModel's build_optimizer turns foreach off under TP.
+  Found fused = find("optimizer", "fused"),
+        foreach = find("optimizer", "foreach");
+  std::optional<bool> fusedOn = isSet(fused) ? boolean(fused) : std::nullopt;
+  std::optional<bool> foreachOn =
+      isSet(foreach) ? boolean(foreach) : std::nullopt;
+  if (fusedOn && *fusedOn)
+    set("train.optimizer_impl", "fused", fused.loc);
+  else if (tpSize > 1)
+    set("train.optimizer_impl", "for-loop", find("distributed", "tp_size").loc);
+  else if (foreachOn)
+    set("train.optimizer_impl", *foreachOn ? "foreach" : "for-loop",
+        foreach.loc);
   if (Found clip = find("clip_grad_norm", "max_norm")) {
     if (!isSet(clip)) {
       set("train.max_norm", "0", clip.loc);

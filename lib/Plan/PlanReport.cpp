@@ -83,7 +83,10 @@ void mlir::parc::printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
       << ", master " << getRecipeDtypeName(request.masterDtype)
       << ", grad reduce " << getRecipeDtypeName(request.gradReduceDtype)
       << ", optim " << getRecipeDtypeName(request.optimDtype) << " ("
-      << request.optimizer << ")\n";
+      << request.optimizer
+      << (request.optimizerImpl == "foreach" ? ""
+                                             : ", " + request.optimizerImpl)
+      << ")\n";
   out << "  frozen: "
       << (request.frozen.empty() ? std::string("(none)")
                                  : llvm::join(request.frozen, ", "))
@@ -198,6 +201,7 @@ void writePlan(llvm::json::OStream &j, const PlanRequest &request,
     j.attribute("optim", getRecipeDtypeName(request.optimDtype));
   });
   j.attribute("optimizer", request.optimizer);
+  j.attribute("optimizer_impl", request.optimizerImpl);
   j.attribute("framework", getRecipeFrameworkName(request.framework));
   j.attribute("sequence_parallel", request.sequenceParallel);
   j.attribute("loss_parallel", request.lossParallel);

@@ -384,6 +384,10 @@ MemoryOptions mlir::parc::getMemoryOptions(const PlanRequest &request,
   options.imageTokens = request.imageTokens;
   if (request.allocator != "profile")
     options.allocator = parseAllocatorName(request.allocator);
+  options.optimizerImpl =
+      request.optimizerImpl == "fused"      ? OptimizerImpl::Fused
+      : request.optimizerImpl == "for-loop" ? OptimizerImpl::ForLoop
+                                            : OptimizerImpl::Foreach;
   return options;
 }
 

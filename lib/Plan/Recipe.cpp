@@ -544,6 +544,8 @@ void RecipeReader::build(PlanRequest &request) {
              request.normKernel);
   readChoice("train.loss_kernel", {"profile", "fused", "eager"},
              request.lossKernel);
+  readChoice("train.optimizer_impl", {"foreach", "for-loop", "fused"},
+             request.optimizerImpl);
   readChoice("train.allocator",
              {"profile", "caching", "expandable-segments", "direct"},
              request.allocator);

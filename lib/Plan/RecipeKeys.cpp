@@ -38,6 +38,10 @@ static constexpr RecipeKey kRecipeKeys[] = {
      "Dtype of the AdamW moments (default fp32)"},
     {"train.optimizer", "optimizer", false, "name",
      "Optimizer: adamw (default)"},
+    {"train.optimizer_impl", "optimizer-impl", false, "name",
+     "How AdamW steps: foreach (PyTorch's default on CUDA: one list of "
+     "temporaries for every parameter), for-loop (one parameter at a time) or "
+     "fused (none)"},
     {"train.max_norm", "max-norm", false, "x",
      "Clip gradients to this global norm before each optimizer step; 0 "
      "disables (default 1.0)"},

@@ -83,6 +83,7 @@ void mlir::parc::writeRecipe(const PlanRequest &request,
      << "\n";
   os << "  optim_dtype: " << getRecipeDtypeName(request.optimDtype) << "\n";
   os << "  optimizer: " << quote(request.optimizer) << "\n";
+  os << "  optimizer_impl: " << request.optimizerImpl << "\n";
   os << "  max_norm: " << formatDouble(request.maxNorm) << "\n";
   os << "  frozen: " << quoteList(request.frozen) << "\n";
   os << "  attention_kernel: " << request.attentionKernel << "\n";

@@ -104,6 +104,8 @@ constexpr KeyRow kJobKeys[] = {
     {"activation_checkpoint", "*", KeyUse::Ignore},
     {"optimizer", "name", KeyUse::Plan},
     {"optimizer", "early_step_in_backward", KeyUse::Plan},
+    {"optimizer", "implementation", KeyUse::Plan},
+    {"optimizer", "fused", KeyUse::Plan},
     {"optimizer", "*", KeyUse::Ignore},
     {"float8", "enable_float8_linear", KeyUse::Plan},
     {"float8", "enable_fsdp_float8_all_gather", KeyUse::Plan},
@@ -436,6 +438,15 @@ void TorchtitanJob::translateTraining() {
   Found optimizer = find({"optimizer.name"});
   if (optimizer && choice(optimizer, {"AdamW", "Adam"}))
     set("train.optimizer", "adamw", loc(optimizer));
+  // Its AdamW is foreach unless the job says otherwise: `fused` (a bool,
+  // False by default, through early 2025), then `implementation`.
+  if (Found fused = find({"optimizer.fused"}))
+    if (std::optional<bool> on = boolean(fused))
+      set("train.optimizer_impl", *on ? "fused" : "foreach", loc(fused));
+  if (Found impl = find({"optimizer.implementation"}))
+    if (std::optional<std::string> value =
+            choice(impl, {"foreach", "for-loop", "fused"}))
+      set("train.optimizer_impl", *value, loc(impl));
   if (Found early = find({"optimizer.early_step_in_backward"}))
     if (std::optional<bool> on = boolean(early); on && *on)
       error(loc(early)) << "torchtitan job: '" << early.name

@@ -25,6 +25,7 @@ struct EstimateMemoryPass
     options.gradAccumulation = getExplicit(gradAccumulation);
     options.imageTokens = imageTokens;
     options.allocator = getAllocatorKind(allocator);
+    options.optimizerImpl = optimizerImpl;
     LowerToScheduleOptions lower =
         getOnDemandLowering(seqLen, microBatch, gradAccumulation, imageTokens,
                             hardware, hardwareDir);

@@ -37,6 +37,12 @@ enum class AllocatorKind {
   ExpandableSegments,
 };
 
+/// torch.optim.AdamW's implementations, by the temporaries a step makes:
+/// foreach (PyTorch's default on CUDA) one new list, the square roots of
+/// the second moments of every parameter at once; for-loop one such tensor
+/// per parameter in turn; fused none.
+enum class OptimizerImpl { Foreach, ForLoop, Fused };
+
 /// An allocator chosen over the hardware profile's.
 enum class AllocatorChoice { Profile, Direct, Caching, ExpandableSegments };
 inline std::optional<AllocatorKind> getAllocatorKind(AllocatorChoice choice) {

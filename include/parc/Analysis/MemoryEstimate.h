@@ -92,6 +92,8 @@ struct MemoryOptions {
   int64_t imageTokens = 0;
   /// Over the hardware profile's.
   std::optional<AllocatorKind> allocator;
+  /// How AdamW steps (the temporaries it allocates; the allocator replay's).
+  OptimizerImpl optimizerImpl = OptimizerImpl::Foreach;
 };
 
 struct MemoryReport {

@@ -33,6 +33,9 @@ struct UnitFootprint : FsdpUnitPlace {
   int64_t accumulatedGradients = 0;
   int64_t producedGradients = 0;
   int64_t optimizerState = 0;
+  /// One moment of the unit's largest trainable parameter shard: what the
+  /// for-loop AdamW's square root makes per parameter.
+  int64_t largestMoment = 0;
   int64_t computeBytes = 2; // bytes per activation element
   /// Without FSDP, once .grad holds an earlier micro-batch's gradients, a
   /// backward makes each new gradient as a tensor of its own and adds it in

@@ -66,6 +66,8 @@ struct PlanRequest {
   StorageDtype gradReduceDtype = StorageDtype::FP32;
   StorageDtype optimDtype = StorageDtype::FP32;
   std::string optimizer = "adamw";
+  /// "foreach" (PyTorch's default on CUDA), "for-loop" or "fused".
+  std::string optimizerImpl = "foreach";
   /// Clip gradients to this global norm before each optimizer step (0: no
   /// clipping); torchtitan's default.
   double maxNorm = 1.0;

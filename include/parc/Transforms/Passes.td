@@ -256,7 +256,17 @@ def EstimateMemory : Pass<"estimate-memory", "::mlir::parc::ModelOp"> {
                  "expandable-segments",
                  "the caching allocator with expandable_segments:True"),
       clEnumValN(::mlir::parc::AllocatorChoice::Direct, "direct",
-                 "one allocation per tensor, no cache"))}]>
+                 "one allocation per tensor, no cache"))}]>,
+    Option<"optimizerImpl", "optimizer-impl", "::mlir::parc::OptimizerImpl",
+           /*default=*/"::mlir::parc::OptimizerImpl::Foreach",
+           "How AdamW steps: the temporaries the allocator replay places",
+           [{::llvm::cl::values(
+      clEnumValN(::mlir::parc::OptimizerImpl::Foreach, "foreach",
+                 "one list of square roots for every parameter at once"),
+      clEnumValN(::mlir::parc::OptimizerImpl::ForLoop, "for-loop",
+                 "one parameter's square root at a time"),
+      clEnumValN(::mlir::parc::OptimizerImpl::Fused, "fused",
+                 "one fused kernel, no temporaries"))}]>
   ];
 }
 
