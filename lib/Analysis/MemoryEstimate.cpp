@@ -30,9 +30,10 @@ namespace {
 
 /// Steps of training the allocator replays: the first allocates AdamW's
 /// moments after its backward, the second is the first to run with them
-/// placed. Over the 17 rank kinds of nine example and fidelity plans a
-/// third and a fifth step reserved not a byte more, so two are replayed.
-constexpr int kAllocatorSteps = 2;
+/// placed, and a third still moves some layouts (a budgeted remat's, some
+/// of the layout search's); every plan of the lit suite reserves the same
+/// with five.
+constexpr int kAllocatorSteps = 3;
 
 struct StepUnits {
   /// Per stage: the root's part there, then the stage's layers in
