@@ -107,16 +107,23 @@ void mlir::parc::printText(const PlanOutcome &outcome, llvm::raw_ostream &out) {
         << " (over the hardware profile's)\n";
   if (request.framework != RecipeFramework::Parc) {
     out << "  recipe: " << getRecipeFrameworkName(request.framework)
-        << " job, its policies: " << (request.reshardAfterForward ? "" : "no ")
-        << "reshard after forward"
-        << (request.reshardAfterForward && !request.reshardLastLayer
-                ? " but of the last layer"
-                : "")
-        << ", gradients reduce-scattered "
-        << (request.fsdpGradSync == "last-micro-batch"
-                ? "after the last micro-batch"
-                : "every micro-batch")
-        << "\n";
+        << " job, its policies: ";
+    // The FSDP policies say nothing where nothing is sharded and the
+    // forward runs on the parameters themselves (DDP); one shard in another
+    // compute dtype still gathers a compute copy.
+    if (request.fsdp == 1 && request.computeDtype == request.masterDtype)
+      out << "no FSDP sharding (parameters replicated)";
+    else
+      out << (request.reshardAfterForward ? "" : "no ")
+          << "reshard after forward"
+          << (request.reshardAfterForward && !request.reshardLastLayer
+                  ? " but of the last layer"
+                  : "")
+          << ", gradients reduce-scattered "
+          << (request.fsdpGradSync == "last-micro-batch"
+                  ? "after the last micro-batch"
+                  : "every micro-batch");
+    out << "\n";
     out << "  ignored (no effect on memory or step time): "
         << (request.ignoredKeys.empty() ? std::string("(none)")
                                         : llvm::join(request.ignoredKeys, ", "))
