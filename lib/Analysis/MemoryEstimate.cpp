@@ -414,8 +414,12 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
       continue;
     }
     // Later steps start from the blocks the first left cached, with the
-    // optimizer's moments placed among them.
-    for (int step = 1; step < kAllocatorSteps; ++step)
+    // optimizer's moments placed among them; a rank whose tensors alone
+    // are over the device is out of memory whatever they reserve.
+    for (int step = 1; step < kAllocatorSteps &&
+                       !rank.allocatorOutOfMemory &&
+                       rank.peakBytes <= hardware->memoryBytes;
+         ++step)
       replay.run(program, /*counting=*/false);
   }
   for (size_t index = 1; index < report.ranks.size(); ++index) {

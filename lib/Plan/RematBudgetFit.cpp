@@ -25,7 +25,7 @@ using namespace mlir::parc;
 
 namespace {
 
-constexpr int kMaxAttempts = 9;
+constexpr int kMaxAttempts = 6;
 
 /// The peak of `request` planned on a copy of `module` with `remat` and
 /// `budget`, or nothing when it does not plan.
