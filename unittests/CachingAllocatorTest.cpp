@@ -147,15 +147,6 @@ TEST(CachingAllocatorTest, ExpandableSegmentsUnmapFreePagesBeforeOutOfMemory) {
   model.free(b);
 }
 
-TEST(CachingAllocatorTest, DirectAllocationReservesWhatIsAllocated) {
-  CachingAllocatorModel model(AllocatorKind::Direct, kPlenty);
-  int64_t a = allocate(model, 100 * kMiB);
-  allocate(model, 3);
-  EXPECT_EQ(model.reservedBytes(), model.allocatedBytes());
-  model.free(a);
-  EXPECT_EQ(model.reservedBytes(), 512);
-}
-
 TEST(CachingAllocatorTest, NamesRoundTrip) {
   for (AllocatorKind kind : {AllocatorKind::Direct, AllocatorKind::Caching,
                              AllocatorKind::ExpandableSegments})

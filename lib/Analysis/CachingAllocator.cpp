@@ -50,7 +50,10 @@ static int64_t roundUp(int64_t value, int64_t multiple) {
 
 CachingAllocatorModel::CachingAllocatorModel(AllocatorKind kind,
                                              int64_t capacity)
-    : kind(kind), capacity(capacity) {}
+    : kind(kind), capacity(capacity) {
+  assert(kind != AllocatorKind::Direct &&
+         "direct allocation reserves what it allocates: nothing to model");
+}
 
 int64_t CachingAllocatorModel::roundSize(int64_t bytes) {
   return bytes < kMinBlockSize ? kMinBlockSize : roundUp(bytes, kMinBlockSize);
@@ -93,17 +96,32 @@ CachingAllocatorModel::bestFit(int pool, int64_t size) {
 }
 
 CachingAllocatorModel::BlockMap::iterator
-CachingAllocatorModel::newSegment(int pool, int64_t size) {
+CachingAllocatorModel::newSegment(int pool, int64_t size, bool expandable) {
   Segment &segment = segments.emplace_back();
   segment.base = nextBase;
   segment.size = size;
   segment.pool = pool;
+  segment.expandable = expandable;
   nextBase += roundUp(size, kLargeBuffer) + kLargeBuffer;
-  reserved += size;
+  // An expandable segment is address space until its pages are mapped.
+  if (!expandable)
+    reserved += size;
   Block block;
   block.size = size;
   block.segment = int(segments.size() - 1);
+  block.mapped = !expandable;
   return blocks.emplace(segment.base, block).first;
+}
+
+void CachingAllocatorModel::join(BlockMap::iterator into,
+                                 BlockMap::iterator from) {
+  // Out of the free set before the key changes (erasing one that is not in
+  // it, being taken or remapped just now, is nothing).
+  for (BlockMap::iterator block : {into, from})
+    if (block->second.mapped)
+      eraseFree(block);
+  into->second.size += from->second.size;
+  blocks.erase(from);
 }
 
 CachingAllocatorModel::BlockMap::iterator
@@ -119,20 +137,12 @@ CachingAllocatorModel::merge(BlockMap::iterator block) {
   if (block != blocks.begin()) {
     auto prev = std::prev(block);
     if (joinable(prev)) {
-      if (prev->second.mapped)
-        eraseFree(prev);
-      prev->second.size += block->second.size;
-      blocks.erase(block);
+      join(prev, block);
       block = prev;
     }
   }
-  auto next = std::next(block);
-  if (joinable(next)) {
-    if (next->second.mapped)
-      eraseFree(next);
-    block->second.size += next->second.size;
-    blocks.erase(next);
-  }
+  if (auto next = std::next(block); joinable(next))
+    join(block, next);
   return block;
 }
 
@@ -154,19 +164,9 @@ CachingAllocatorModel::growExpandable(int pool, int64_t size) {
   // address space, a new one (CUDACachingAllocator reserves address space
   // for 9/8 of the device per segment).
   for (size_t index = 0; index <= segments.size(); ++index) {
-    if (index == segments.size()) {
-      Segment &segment = segments.emplace_back();
-      segment.base = nextBase;
-      segment.size = roundUp(capacity + capacity / 8 + size, pageSize(pool));
-      segment.pool = pool;
-      segment.expandable = true;
-      nextBase += segment.size + kLargeBuffer;
-      Block whole;
-      whole.size = segment.size;
-      whole.segment = int(index);
-      whole.mapped = false;
-      blocks.emplace(segment.base, whole);
-    }
+    if (index == segments.size())
+      newSegment(pool, roundUp(capacity + capacity / 8 + size, pageSize(pool)),
+                 /*expandable=*/true);
     if (!segments[index].expandable || segments[index].pool != pool)
       continue;
     bool exhausted = false;
@@ -210,9 +210,7 @@ CachingAllocatorModel::mapInto(int index, int64_t size, bool &exhausted) {
       int64_t have = candidate->second.mapped ? candidate->second.size : 0;
       if (target->second.mapped) {
         // A free mapped block after an unmapped range: join it.
-        eraseFree(target);
-        candidate->second.size += target->second.size;
-        blocks.erase(target);
+        join(candidate, target);
         continue;
       }
       int64_t bytes = std::min(roundUp(size - have, page), target->second.size);
@@ -230,10 +228,8 @@ CachingAllocatorModel::mapInto(int index, int64_t size, bool &exhausted) {
         target->second.size = bytes;
       }
       target->second.mapped = true;
-      if (target != candidate) {
-        candidate->second.size += target->second.size;
-        blocks.erase(target);
-      }
+      if (target != candidate)
+        join(candidate, target);
     }
     return candidate;
   }
@@ -294,16 +290,6 @@ std::optional<int64_t> CachingAllocatorModel::allocate(int64_t bytes,
   if (bytes <= 0)
     return -1;
   int64_t size = roundSize(bytes);
-  if (kind == AllocatorKind::Direct) {
-    if (allocated + size > capacity)
-      return std::nullopt;
-    int64_t address = nextBase;
-    nextBase += size;
-    direct[address] = size;
-    allocated += size;
-    reserved = allocated;
-    return address;
-  }
   bool small = size <= kSmallSize;
   int pool = poolOf(stream, small);
   auto block = bestFit(pool, size);
@@ -331,14 +317,6 @@ std::optional<int64_t> CachingAllocatorModel::allocate(int64_t bytes,
 void CachingAllocatorModel::free(int64_t address) {
   if (address < 0)
     return;
-  if (kind == AllocatorKind::Direct) {
-    auto it = direct.find(address);
-    assert(it != direct.end() && "freeing a block that is not allocated");
-    allocated -= it->second;
-    reserved = allocated;
-    direct.erase(it);
-    return;
-  }
   auto block = blocks.find(address);
   assert(block != blocks.end() && block->second.allocated &&
          "freeing a block that is not allocated");

@@ -75,10 +75,12 @@ public:
   static constexpr int64_t kMinLargeAlloc = 10 << 20;
   static constexpr int64_t kRoundLarge = 2 << 20;
 
-  /// `capacity`: the bytes the allocator may reserve at most (the device's
-  /// memory less what lives outside it). Requests beyond it first release
-  /// every cached segment that holds nothing, as the allocator does before
-  /// reporting out of memory.
+  /// `kind`: Caching or ExpandableSegments (direct allocation reserves what
+  /// it allocates, with nothing to model). `capacity`: the bytes the
+  /// allocator may reserve at most (the device's memory less what lives
+  /// outside it). Requests beyond it first release every cached segment
+  /// that holds nothing, as the allocator does before reporting out of
+  /// memory.
   CachingAllocatorModel(AllocatorKind kind, int64_t capacity);
 
   /// The block's address, or std::nullopt when the request cannot be met
@@ -120,7 +122,13 @@ private:
   }
 
   BlockMap::iterator bestFit(int pool, int64_t size);
-  BlockMap::iterator newSegment(int pool, int64_t size);
+  /// A segment of `size`: reserved at once, or, `expandable`, address
+  /// space whose pages are mapped as requests need them.
+  BlockMap::iterator newSegment(int pool, int64_t size,
+                                bool expandable = false);
+  /// Merges `from`, the free block after `into`, into it; the result is
+  /// out of the free set.
+  void join(BlockMap::iterator into, BlockMap::iterator from);
   BlockMap::iterator growExpandable(int pool, int64_t size);
   /// Maps pages of expandable segment `index` for `size` bytes; sets
   /// `exhausted` when the device has no more to map.
@@ -144,8 +152,6 @@ private:
   /// Per pool, the cached blocks ordered as get_free_block searches them:
   /// by size, then address.
   std::vector<std::set<std::pair<int64_t, int64_t>>> free_;
-  /// Direct allocation: the size of each live block.
-  std::map<int64_t, int64_t> direct;
 };
 
 } // namespace mlir::parc
