@@ -259,33 +259,48 @@ int getThreadsPerRank(int localRanks) {
   return std::max(1, cores / std::max(1, localRanks));
 }
 
-/// Applies the rank's intra-op thread count and says what it chose and why
-/// (rank 0, unless --quiet).
+/// Splits the rank's share of the cores between ATen's intra-op pool and the
+/// BLAS, and says what it chose and why (rank 0, unless --quiet). With
+/// OpenBLAS (Debian's LibTorch), which runs its own thread pool, the matrix
+/// products take the share and ATen's pool one thread: OpenBLAS started
+/// inside ATen's parallel regions oversubscribes the cores, and ATen's pool
+/// cannot split one matrix product (world 1 on 2 cores: 0.19-0.21 s a step,
+/// against 0.31-0.37 with the share on ATen's pool and 0.63-0.70 with both;
+/// PyTorch eager's own default here is the first; benchmarks/parc-run).
+/// A BLAS without its own pool (MKL, on ATen's OpenMP) gets the share through
+/// ATen's pool. OMP_NUM_THREADS, when set, is ATen's pool, and the BLAS then
+/// runs one thread unless OPENBLAS_NUM_THREADS says otherwise.
 void setComputeThreads(const Args &args, int rank) {
   int localRanks = envInt("LOCAL_WORLD_SIZE", 1);
+  int share = getThreadsPerRank(localRanks);
   const char *omp = std::getenv("OMP_NUM_THREADS");
-  const char *from = std::getenv("PARC_RUN_THREADS");
-  bool chosen = !omp || (from && std::string(from) == "launcher");
+  const char *blasEnv = std::getenv("OPENBLAS_NUM_THREADS");
+  auto setBlasThreads = reinterpret_cast<void (*)(int)>(
+      ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  int blasThreads = 0;
+  if (setBlasThreads) {
+    blasThreads = blasEnv ? std::max(1, std::atoi(blasEnv)) : omp ? 1 : share;
+    setBlasThreads(blasThreads);
+  }
   if (!omp)
-    at::set_num_threads(getThreadsPerRank(localRanks));
-  // ATen's pool is the parallelism: OpenBLAS's own threads, started inside
-  // its parallel regions, oversubscribe the cores (world 1 on 2 cores: 0.93
-  // to 1.07 s a step with them, 0.50 without; benchmarks/parc-run).
-  if (!std::getenv("OPENBLAS_NUM_THREADS"))
-    if (auto setBlasThreads = reinterpret_cast<void (*)(int)>(
-            ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-      setBlasThreads(1);
+    at::set_num_threads(setBlasThreads ? 1 : share);
   if (rank != 0 || args.train.quiet)
     return;
   int threads = at::get_num_threads();
   std::cout << "parc-run: " << threads << " intra-op thread"
-            << (threads == 1 ? "" : "s") << " per rank (";
-  if (chosen)
+            << (threads == 1 ? "" : "s") << " per rank";
+  if (setBlasThreads)
+    std::cout << ", " << blasThreads << " OpenBLAS thread"
+              << (blasThreads == 1 ? "" : "s");
+  std::cout << " (";
+  if (omp)
+    std::cout << "OMP_NUM_THREADS=" << omp;
+  else
     std::cout << std::max(1u, std::thread::hardware_concurrency())
               << " cores / " << localRanks << " local rank"
               << (localRanks == 1 ? "" : "s");
-  else
-    std::cout << "OMP_NUM_THREADS=" << omp;
+  if (blasEnv && setBlasThreads)
+    std::cout << ", OPENBLAS_NUM_THREADS=" << blasEnv;
   std::cout << ")" << std::endl;
 }
 
@@ -462,13 +477,6 @@ void removeStoreDir(const std::string &dir) {
   ::setenv("MASTER_ADDR", "127.0.0.1", 1);
   ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
   ::setenv("PARC_HEARTBEAT_FD", std::to_string(heartbeat).c_str(), 1);
-  // Ranks share the host's cores: the launcher gives each its share, before
-  // exec, so that OpenBLAS's own threads take it too.
-  if (!std::getenv("OMP_NUM_THREADS")) {
-    ::setenv("OMP_NUM_THREADS",
-             std::to_string(getThreadsPerRank(args.nproc)).c_str(), 1);
-    ::setenv("PARC_RUN_THREADS", "launcher", 1);
-  }
   std::vector<char *> argvPtrs;
   for (std::string &s : argvStrings)
     argvPtrs.push_back(s.data());

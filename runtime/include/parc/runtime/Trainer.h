@@ -49,7 +49,8 @@ struct TrainOptions {
   bool quiet = false;
 };
 
-/// Installs the tracking CPU allocator; call before any tensor exists.
+/// Installs the tracking CPU allocator and the heap policy under it; call
+/// before any tensor exists.
 void installTrackingAllocator();
 int64_t liveBytes();
 int64_t peakBytes();

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# World-1 training step of parc-run against PyTorch eager (Debian's
+# python3-torch 1.13, benchmarks/parc-run/eager.py) on three Llama sizes:
+# examples/tiny/llama-tiny.json (4.6 M parameters) and
+# benchmarks/parc-run/models/llama-30m.json (31.6 M) and llama-125m.json
+# (124.7 M), fp32, seq 256, micro-batch 4, AdamW + clipping. Each setting
+# runs parc-run and eager one after the other, PAIRS times, first at both
+# sides' defaults (no thread variable set) and then with both pinned to one
+# thread (OMP_NUM_THREADS=1); each run's figure is the median step time of
+# its steps 2..N, and a row is the median over the pairs of those figures
+# and of the pair ratios. The machine's load is printed with each model.
+#   usage: benchmarks/parc-run/world1.sh [BUILD_DIR] [PAIRS]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${1:-$root/build}"
+pairs="${2:-3}"
+py=/usr/bin/python3
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS
+
+# Median step time in seconds of a parc-run log, from tokens/s.
+parc_step() {
+  "$py" - "$1" 1024 <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if r["rank"] == 0 and r["step"] > 1]
+print(f"{statistics.median(int(sys.argv[2]) / r['tokens_per_s'] for r in rows):.6f}")
+PY
+}
+
+echo "| model | parameters | threads | parc-run s/step | eager s/step | ratio (median of pairs) | pair ratios |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+for spec in "examples/tiny/llama-tiny.json:12:4.6 M" \
+            "benchmarks/parc-run/models/llama-30m.json:8:31.6 M" \
+            "benchmarks/parc-run/models/llama-125m.json:5:124.7 M"; do
+  IFS=: read -r model steps params <<< "$spec"
+  name="$(basename "$model" .json)"
+  "$build/bin/parc-plan" --model "$root/$model" --hardware cpu --gpus 1 \
+    --dtype fp32 --seq 256 --mbs 4 --emit-plan "$work/$name.bin" > /dev/null 2>&1
+  echo "load before $name: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  for threads in default 1; do
+    envs=()
+    [[ $threads == 1 ]] && envs=(OMP_NUM_THREADS=1)
+    results=()
+    for ((p = 0; p < pairs; ++p)); do
+      rm -f "$work/log.jsonl"
+      env "${envs[@]}" "$build/bin/parc-run" "$work/$name.bin" --steps "$steps" \
+        --log "$work/log.jsonl" --quiet > /dev/null
+      ours=$(parc_step "$work/log.jsonl")
+      theirs=$(env "${envs[@]}" "$py" "$root/benchmarks/parc-run/eager.py" \
+        "$root/$model" --seq 256 --mbs 4 --steps "$steps")
+      results+=("$ours:$theirs")
+    done
+    "$py" - "$name" "$params" "$threads" "${results[@]}" <<'PY'
+import statistics, sys
+name, params, threads, *pairs = sys.argv[1:]
+ours = [float(p.split(":")[0]) for p in pairs]
+theirs = [float(p.split(":")[1]) for p in pairs]
+ratios = [a / b for a, b in zip(ours, theirs)]
+label = "defaults" if threads == "default" else "1 (OMP_NUM_THREADS=1)"
+print(f"| {name} | {params} | {label} | {statistics.median(ours):.4f} | "
+      f"{statistics.median(theirs):.4f} | {statistics.median(ratios):.2f} | "
+      + ", ".join(f"{r:.2f}" for r in ratios) + " |")
+PY
+  done
+done
