@@ -50,37 +50,81 @@ namespace {
 std::atomic<int64_t> gLive{0};
 std::atomic<int64_t> gPeak{0};
 
+/// Where host allocations stop coming from glibc's heap and become their
+/// own mappings (glibc's own dynamic maximum): the heap policy below and the
+/// tracking allocator's block cache split the sizes there.
+constexpr size_t kMmapThreshold = size_t(32) << 20;
+
+/// Freed blocks of kMmapThreshold and more, kept by size for the next
+/// request of that size: a training step allocates the same large tensors
+/// every step, and each fresh mapping faulted its pages in again
+/// (llama-125m at seq 256, micro-batch 4: 228,000 page faults a step).
+/// Sizes are rounded to 2 MiB; at most kLimit bytes are held free.
+class LargeBlockCache {
+public:
+  static constexpr size_t kRound = size_t(2) << 20;
+  static constexpr size_t kLimit = size_t(4) << 30;
+
+  /// Never destroyed: tensors of other static objects are released after
+  /// this file's statics would be.
+  static LargeBlockCache &get() {
+    static auto *cache = new LargeBlockCache;
+    return *cache;
+  }
+  static size_t roundUp(size_t bytes) {
+    return (bytes + kRound - 1) / kRound * kRound;
+  }
+  char *take(size_t block) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = blocks.find(block);
+    if (it == blocks.end())
+      return nullptr;
+    char *base = it->second;
+    blocks.erase(it);
+    freeBytes -= block;
+    return base;
+  }
+  /// Keeps `base` unless that would hold more than kLimit free.
+  bool put(size_t block, char *base) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (freeBytes + block > kLimit)
+      return false;
+    blocks.emplace(block, base);
+    freeBytes += block;
+    return true;
+  }
+
+private:
+  std::mutex mutex;
+  std::unordered_multimap<size_t, char *> blocks;
+  size_t freeBytes = 0;
+};
+
 /// Counts the bytes of every live CPU tensor allocation (autograd's saved
 /// tensors included); the request and the block's size sit in a 64-byte
 /// header so that the data keeps c10's alignment. The context is the data
 /// pointer itself, as Allocator::raw_allocate requires (oneDNN's bf16
 /// kernels allocate through it), and release() finds the header from it.
-///
-/// Blocks of 32 MiB and more, which glibc maps and unmaps per allocation,
-/// are kept on release (rounded to 2 MiB, up to kCacheLimit free) and
-/// handed out again for the same size: a training step allocates the same
-/// large tensors every step, and each fresh mapping faulted its pages in
-/// again (llama-125m at seq 256, micro-batch 4: 228,000 page faults a step).
-/// The counts are of the requests, not the cache: what the memory model
-/// predicts is what tensors hold.
+/// Large blocks go through LargeBlockCache; the counts are of the requests,
+/// not the cache: what the memory model predicts is what tensors hold.
 class TrackingAllocator final : public c10::Allocator {
 public:
   static constexpr size_t kHeader = 64;
-  static constexpr size_t kLarge = size_t(32) << 20;
-  static constexpr size_t kRound = size_t(2) << 20;
-  static constexpr size_t kCacheLimit = size_t(4) << 30;
+  struct Header {
+    size_t request, block;
+  };
+  static_assert(sizeof(Header) <= kHeader);
 
   c10::DataPtr allocate(size_t n) const override {
     size_t block = n + kHeader;
     char *base = nullptr;
-    if (block >= kLarge) {
-      block = (block + kRound - 1) / kRound * kRound;
-      base = takeCached(block);
+    if (block >= kMmapThreshold) {
+      block = LargeBlockCache::roundUp(block);
+      base = LargeBlockCache::get().take(block);
     }
     if (!base)
       base = static_cast<char *>(c10::alloc_cpu(block));
-    reinterpret_cast<size_t *>(base)[0] = n;
-    reinterpret_cast<size_t *>(base)[1] = block;
+    *reinterpret_cast<Header *>(base) = {n, block};
     int64_t live = gLive.fetch_add(n) + n;
     int64_t peak = gPeak.load();
     while (live > peak && !gPeak.compare_exchange_weak(peak, live)) {
@@ -93,43 +137,12 @@ public:
     if (!data)
       return;
     char *base = static_cast<char *>(data) - kHeader;
-    gLive.fetch_sub(reinterpret_cast<size_t *>(base)[0]);
-    size_t block = reinterpret_cast<size_t *>(base)[1];
-    if (block >= kLarge) {
-      std::lock_guard<std::mutex> lock(cacheMutex());
-      if (cachedBytes() + block <= kCacheLimit) {
-        cache().emplace(block, base);
-        cachedBytes() += block;
-        return;
-      }
-    }
+    Header header = *reinterpret_cast<Header *>(base);
+    gLive.fetch_sub(header.request);
+    if (header.block >= kMmapThreshold &&
+        LargeBlockCache::get().put(header.block, base))
+      return;
     c10::free_cpu(base);
-  }
-
-private:
-  // Never destroyed: tensors of other static objects are released after
-  // this file's statics would be.
-  static std::mutex &cacheMutex() {
-    static auto *m = new std::mutex;
-    return *m;
-  }
-  static std::unordered_multimap<size_t, char *> &cache() {
-    static auto *c = new std::unordered_multimap<size_t, char *>;
-    return *c;
-  }
-  static size_t &cachedBytes() {
-    static size_t bytes = 0;
-    return bytes;
-  }
-  static char *takeCached(size_t block) {
-    std::lock_guard<std::mutex> lock(cacheMutex());
-    auto it = cache().find(block);
-    if (it == cache().end())
-      return nullptr;
-    char *base = it->second;
-    cache().erase(it);
-    cachedBytes() -= block;
-    return base;
   }
 };
 
@@ -138,15 +151,15 @@ private:
 /// trimmed back to the kernel and every step faulted its tensors' pages in
 /// again: 5,300 page faults a step for llama-tiny at seq 256, micro-batch 4,
 /// about a tenth of the step (PyTorch eager, whose allocation order differs,
-/// faulted none). Tensors under 32 MiB (glibc's own dynamic maximum) come
-/// from the heap, and up to 1 GiB of free heap top is kept: 143 faults a
-/// step. The user's MALLOC_* settings win.
+/// faulted none). Tensors under kMmapThreshold come from the heap, and up to
+/// 1 GiB of free heap top is kept: 143 faults a step. The user's MALLOC_*
+/// settings win.
 void keepHeapAcrossSteps() {
   for (const char *name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                            "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"})
     if (std::getenv(name))
       return;
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_MMAP_THRESHOLD, int(kMmapThreshold));
   ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 

@@ -269,7 +269,8 @@ int getThreadsPerRank(int localRanks) {
 /// PyTorch eager's own default here is the first; benchmarks/parc-run).
 /// A BLAS without its own pool (MKL, on ATen's OpenMP) gets the share through
 /// ATen's pool. OMP_NUM_THREADS, when set, is ATen's pool, and the BLAS then
-/// runs one thread unless OPENBLAS_NUM_THREADS says otherwise.
+/// runs one thread unless OPENBLAS_NUM_THREADS says otherwise; what OpenBLAS
+/// runs is read back from it for the report.
 void setComputeThreads(const Args &args, int rank) {
   int localRanks = envInt("LOCAL_WORLD_SIZE", 1);
   int share = getThreadsPerRank(localRanks);
@@ -277,11 +278,11 @@ void setComputeThreads(const Args &args, int rank) {
   const char *blasEnv = std::getenv("OPENBLAS_NUM_THREADS");
   auto setBlasThreads = reinterpret_cast<void (*)(int)>(
       ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  int blasThreads = 0;
-  if (setBlasThreads) {
-    blasThreads = blasEnv ? std::max(1, std::atoi(blasEnv)) : omp ? 1 : share;
-    setBlasThreads(blasThreads);
-  }
+  auto getBlasThreads = reinterpret_cast<int (*)()>(
+      ::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  // OpenBLAS read OPENBLAS_NUM_THREADS itself when it was loaded.
+  if (setBlasThreads && !blasEnv)
+    setBlasThreads(omp ? 1 : share);
   if (!omp)
     at::set_num_threads(setBlasThreads ? 1 : share);
   if (rank != 0 || args.train.quiet)
@@ -289,9 +290,11 @@ void setComputeThreads(const Args &args, int rank) {
   int threads = at::get_num_threads();
   std::cout << "parc-run: " << threads << " intra-op thread"
             << (threads == 1 ? "" : "s") << " per rank";
-  if (setBlasThreads)
+  if (setBlasThreads && getBlasThreads) {
+    int blasThreads = getBlasThreads();
     std::cout << ", " << blasThreads << " OpenBLAS thread"
               << (blasThreads == 1 ? "" : "s");
+  }
   std::cout << " (";
   if (omp)
     std::cout << "OMP_NUM_THREADS=" << omp;
