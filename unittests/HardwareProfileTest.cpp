@@ -111,6 +111,7 @@ TEST(HardwareProfileTest, ShippedNumbersAreTheDocumentedOnes) {
   // CUDA context and NCCL buffers; the caching allocator is modelled.
   EXPECT_EQ(h100->fixedOverheadBytes, 3ll << 29);
   EXPECT_EQ(h100->allocator, AllocatorKind::Caching);
+  EXPECT_FALSE(h100->glooCollectives);
   EXPECT_DOUBLE_EQ(h100->bf16Flops, 989.4e12);
   EXPECT_EQ(h100->gpusPerNode, 8);
 
@@ -119,6 +120,8 @@ TEST(HardwareProfileTest, ShippedNumbersAreTheDocumentedOnes) {
   EXPECT_EQ(cpu->memoryBytes, 24ll << 30);
   EXPECT_EQ(cpu->fixedOverheadBytes, 0);
   EXPECT_EQ(cpu->allocator, AllocatorKind::Direct);
+  // parc-run's CPU ranks: Gloo's reduce-scatter is an all-to-all.
+  EXPECT_TRUE(cpu->glooCollectives);
   EXPECT_EQ(cpu->gpusPerNode, 2);
 }
 
@@ -251,20 +254,33 @@ TEST(HardwareProfileTest, ImpossibleValuesAreRefused) {
       << all;
 }
 
-TEST(HardwareProfileTest, AnUnknownAllocatorIsRefused) {
+/// Loads a valid profile with `entry` added; returns the diagnostics, which
+/// must refuse it.
+std::string refusalOf(const char *entry) {
   MLIRContext context;
   DiagnosticLog log(context);
   ProfileDir dir;
   std::string text = kValidProfile;
-  text.replace(text.find("\"fixed_overhead_bytes\": 10"),
-               strlen("\"fixed_overhead_bytes\": 10"),
-               "\"fixed_overhead_bytes\": 10,\n  \"allocator\": \"cuda\"");
+  const char *anchor = "\"fixed_overhead_bytes\": 10";
+  text.replace(text.find(anchor), strlen(anchor),
+               std::string(anchor) + ",\n  " + entry);
   dir.write("test-gpu.json", text);
   EXPECT_TRUE(failed(
       loadHardwareProfile("test-gpu", dir.path, UnknownLoc::get(&context))));
-  std::string all = log.joined();
+  return log.joined();
+}
+
+TEST(HardwareProfileTest, AnUnknownAllocatorIsRefused) {
+  std::string all = refusalOf("\"allocator\": \"cuda\"");
   EXPECT_NE(all.find("key 'allocator' must be \"caching\", "
                      "\"expandable-segments\" or \"direct\""),
+            std::string::npos)
+      << all;
+}
+
+TEST(HardwareProfileTest, AnUnknownCollectiveBackendIsRefused) {
+  std::string all = refusalOf("\"collectives\": \"mpi\"");
+  EXPECT_NE(all.find("key 'collectives' must be \"nccl\" or \"gloo\""),
             std::string::npos)
       << all;
 }

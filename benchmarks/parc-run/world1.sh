@@ -14,20 +14,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build}"
 pairs="${2:-3}"
-py=/usr/bin/python3
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS
-
-# Median step time in seconds of a parc-run log, from tokens/s.
-parc_step() {
-  "$py" - "$1" 1024 <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-rows = [r for r in rows if r["rank"] == 0 and r["step"] > 1]
-print(f"{statistics.median(int(sys.argv[2]) / r['tokens_per_s'] for r in rows):.6f}")
-PY
-}
+source "$root/benchmarks/parc-run/common.sh"
 
 echo "| model | parameters | threads | parc-run s/step | eager s/step | ratio (median of pairs) | pair ratios |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
@@ -47,21 +34,11 @@ for spec in "examples/tiny/llama-tiny.json:12:4.6 M" \
       rm -f "$work/log.jsonl"
       env "${envs[@]}" "$build/bin/parc-run" "$work/$name.bin" --steps "$steps" \
         --log "$work/log.jsonl" --quiet > /dev/null
-      ours=$(parc_step "$work/log.jsonl")
+      ours=$(parc_step "$work/log.jsonl" 1024)
       theirs=$(env "${envs[@]}" "$py" "$root/benchmarks/parc-run/eager.py" \
         "$root/$model" --seq 256 --mbs 4 --steps "$steps")
       results+=("$ours:$theirs")
     done
-    "$py" - "$name" "$params" "$threads" "${results[@]}" <<'PY'
-import statistics, sys
-name, params, threads, *pairs = sys.argv[1:]
-ours = [float(p.split(":")[0]) for p in pairs]
-theirs = [float(p.split(":")[1]) for p in pairs]
-ratios = [a / b for a, b in zip(ours, theirs)]
-label = "defaults" if threads == "default" else "1 (OMP_NUM_THREADS=1)"
-print(f"| {name} | {params} | {label} | {statistics.median(ours):.4f} | "
-      f"{statistics.median(theirs):.4f} | {statistics.median(ratios):.2f} | "
-      + ", ".join(f"{r:.2f}" for r in ratios) + " |")
-PY
+    pair_row "$name" "$params" "$threads" "" "${results[@]}"
   done
 done

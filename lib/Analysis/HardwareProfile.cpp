@@ -181,6 +181,7 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
       "norm_kernel",
       "loss_kernel",
       "allocator",
+      "collectives",
       "sources",
       "notes"};
   // Sorted so that the report does not depend on the hash order of keys.
@@ -217,6 +218,14 @@ FailureOr<HardwareProfile> ProfileReader::read(StringRef expectedName) {
     else
       error("allocator") << "key 'allocator' must be \"caching\", "
                             "\"expandable-segments\" or \"direct\"";
+  }
+  if (const json::Value *value = object->get("collectives")) {
+    std::optional<StringRef> name = value->getAsString();
+    if (name && (*name == "nccl" || *name == "gloo"))
+      profile.glooCollectives = *name == "gloo";
+    else
+      error("collectives") << "key 'collectives' must be \"nccl\" or "
+                              "\"gloo\"";
   }
   // Notes are for the reader of the file only.
   if (const json::Value *notes = object->get("notes"))

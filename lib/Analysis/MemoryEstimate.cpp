@@ -20,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -69,8 +70,9 @@ BufferOp bufferOf(Value operand, BufferKind kind) {
 /// + peak, and a recompute's bytes join the backward that follows it.
 class ProgramReplay {
 public:
-  ProgramReplay(RankMemory &rank, CachingAllocatorModel *allocator)
-      : rank(rank), allocator(allocator) {}
+  ProgramReplay(RankMemory &rank, CachingAllocatorModel *allocator,
+                bool glooCollectives)
+      : rank(rank), allocator(allocator), glooCollectives(glooCollectives) {}
 
   /// The first pass counts live bytes and feeds the allocator; later passes
   /// (`counting` false) only feed it, so that a step finds the blocks the
@@ -226,15 +228,54 @@ private:
         .Case([&](shard::AllGatherOp gather) {
           // FSDP2 gathers a unit into one flat tensor on its all-gather
           // stream and, once it has arrived, copies it out into the
-          // parameters (on the compute stream): the replay counts the
-          // parameters from the issue, the allocator places the flat
-          // buffer at the issue and the copies at the wait.
-          if (!bufferOf(gather.getInput(), BufferKind::ParamShard))
+          // parameters (on the compute stream), as parc-run does: the
+          // replay counts the unit from the issue and twice at the wait,
+          // the allocator places the flat buffer at the issue and the
+          // copies at the wait.
+          BufferOp shard = bufferOf(gather.getInput(), BufferKind::ParamShard);
+          if (!shard)
             return;
+          computeType[shard.getOf()] = shard.getType().getElementType();
           allocate(gather.getResult(), &MemoryBreakdown::unshardedParameters,
                    /*placed=*/false);
           flat[gather.getResult()] =
               place(getBufferBytes(gather.getResult()), /*stream=*/1);
+        })
+        .Case([&](shard::ReduceScatterOp scatter) {
+          // The copy-in: the unit's gradients (in the compute dtype) are
+          // copied into one flat buffer in the reduce dtype and dropped.
+          // Where the two dtypes are one, the program's gradients are the
+          // gradients alone and the buffer is a second copy for the moment;
+          // otherwise it is the reduce-dtype copy they already count. Over
+          // Gloo an all-to-all's receive buffer of the buffer's size and the
+          // summed slice follow, with the gradients gone.
+          BufferOp grad = bufferOf(scatter.getInput(), BufferKind::Gradient);
+          if (!grad)
+            return;
+          auto compute = computeType.find(grad.getOf());
+          if (compute == computeType.end())
+            return;
+          int64_t bytes = getBufferBytes(grad.getResult());
+          bool copy = compute->second == grad.getType().getElementType();
+          int64_t extra = copy ? bytes : 0;
+          if (glooCollectives) {
+            int64_t dropped =
+                copy ? bytes
+                     : grad.getType().getNumElements() *
+                           llvm::divideCeil(
+                               compute->second.getIntOrFloatBitWidth(), 8);
+            extra =
+                std::max(extra, bytes + getBufferBytes(scatter.getResult()) +
+                                    extra - dropped);
+          }
+          if (extra <= 0)
+            return;
+          MemoryBreakdown before = live;
+          live.gradients += extra;
+          note("reduce-scatter " + unitName(grad.getOf()) +
+               suffix(grad.getMicroBatch()) + " (copy-in)");
+          live = before;
+          release(place(extra));
         })
         .Case([&](SaveOp save) {
           allocate(save.getResult(), &MemoryBreakdown::savedActivations);
@@ -284,7 +325,18 @@ private:
         })
         .Case([&](WaitOp wait) {
           if (auto it = flat.find(wait.getCollective()); it != flat.end()) {
-            blocks[it->first] = place(getBufferBytes(it->first));
+            // The copy-out: the parameters are made while the flat buffer
+            // they are copied from still holds the unit.
+            int64_t bytes = getBufferBytes(it->first);
+            if (auto gather = it->first.getDefiningOp<shard::AllGatherOp>())
+              if (BufferOp shard =
+                      bufferOf(gather.getInput(), BufferKind::ParamShard)) {
+                MemoryBreakdown before = live;
+                live.unshardedParameters += bytes;
+                note("all-gather " + unitName(shard.getOf()) + " (copy-out)");
+                live = before;
+              }
+            blocks[it->first] = place(bytes);
             release(it->second);
             flat.erase(it);
             return;
@@ -318,6 +370,8 @@ private:
 
   RankMemory &rank;
   CachingAllocatorModel *allocator;
+  /// The reduce-scatter's receive buffer and sum (HardwareProfile).
+  bool glooCollectives;
   Persistent persistent;
   bool counting = true;
   /// Passes over the program done so far: steps of training.
@@ -328,6 +382,8 @@ private:
   /// The allocator's blocks: the program's allocations, the flat buffers of
   /// gathers in flight, what a recompute rebuilt.
   llvm::DenseMap<Value, int64_t> blocks, flat;
+  /// Each FSDP unit's compute dtype (its gathers' element type), by path.
+  llvm::StringMap<Type> computeType;
   SmallVector<int64_t> rebuilt;
   int64_t recomputed = 0;
   std::optional<int64_t> recomputeStep;
@@ -383,7 +439,8 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     if (allocatorKind != AllocatorKind::Direct)
       allocator.emplace(allocatorKind,
                         hardware->memoryBytes - hardware->fixedOverheadBytes);
-    ProgramReplay replay(rank, allocator ? &*allocator : nullptr);
+    ProgramReplay replay(rank, allocator ? &*allocator : nullptr,
+                         hardware->glooCollectives);
     if (allocator) {
       ProgramReplay::Persistent persistent;
       for (const UnitFootprint &unit :
@@ -416,8 +473,7 @@ mlir::parc::estimateMemory(ModelOp model, const MemoryOptions &options) {
     // Later steps start from the blocks the first left cached, with the
     // optimizer's moments placed among them; a rank whose tensors alone
     // are over the device is out of memory whatever they reserve.
-    for (int step = 1; step < kAllocatorSteps &&
-                       !rank.allocatorOutOfMemory &&
+    for (int step = 1; step < kAllocatorSteps && !rank.allocatorOutOfMemory &&
                        rank.peakBytes <= hardware->memoryBytes;
          ++step)
       replay.run(program, /*counting=*/false);

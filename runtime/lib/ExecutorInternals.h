@@ -156,16 +156,18 @@ struct Executor::Interpreter {
 
   /// A gathered unit: the storages its parameters live in while gathered.
   struct Gather {
+    int unit = -1;
     std::vector<c10::Storage> storages;
     std::vector<at::Tensor> fulls;
-    /// Its collectives in flight until the program's wait.
-    std::vector<std::unique_ptr<PendingCollective>> pending;
+    /// Its collective in flight until the program's wait.
+    Executor::UnitGather flight;
     bool live = false;
     bool landed = false;
-    void wait();
+    /// Waits for the collective and copies the unit out of it.
+    void wait(Executor &exec);
     /// Frees the gathered bytes; autograd keeps its pointers to the
     /// storages, which a later gather may refill.
-    void release();
+    void release(Executor &exec);
   };
   /// A unit's parameters as the leaves one micro-batch's forward used.
   struct Binding {

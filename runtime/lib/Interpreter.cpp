@@ -124,18 +124,18 @@ bool Executor::Interpreter::build(std::string &error) {
   return true;
 }
 
-void Executor::Interpreter::Gather::wait() {
-  for (std::unique_ptr<PendingCollective> &collective : pending)
-    collective->wait();
-  pending.clear();
+void Executor::Interpreter::Gather::wait(Executor &exec) {
+  if (landed)
+    return;
+  fulls = exec.landGather(exec.fsdpUnits[unit], flight, storages);
   landed = true;
 }
 
-void Executor::Interpreter::Gather::release() {
+void Executor::Interpreter::Gather::release(Executor &exec) {
   if (!live)
     return;
-  // The backend writes into the storages until the gather completes.
-  wait();
+  // The backend writes into the flat buffer until the gather completes.
+  wait(exec);
   for (c10::Storage &storage : storages)
     if (storage)
       storage.unsafeGetStorageImpl()->reset();
@@ -513,7 +513,7 @@ void Executor::Interpreter::landScatter(int tensor) {
     return;
   FsdpUnit &unit = exec.fsdpUnits[it->second.unit];
   std::vector<at::Tensor> shards =
-      exec.finishReduceGrads(it->second.collectives);
+      exec.finishReduceGrads(unit, it->second.collectives);
   scatters.erase(it);
   for (size_t i = 0; i < shards.size(); ++i) {
     if (!shards[i].defined())
@@ -683,10 +683,9 @@ double Executor::Interpreter::run(const plan::Program &program,
         fail(i, "gathers '" + in.path + "', which is no FSDP unit");
       FsdpUnit &unit = exec.fsdpUnits[in.unit];
       Gather g;
-      g.fulls = exec.startGather(unit, g.pending);
-      g.storages = unit.storages;
+      g.unit = in.unit;
+      g.flight = exec.startGather(unit);
       g.live = true;
-      g.landed = g.pending.empty();
       gathers[step.result()] = std::move(g);
       latestGather[in.unit] = step.result();
       break;
@@ -700,7 +699,7 @@ double Executor::Interpreter::run(const plan::Program &program,
       if (gather == gathers.end())
         fail(i, "waits for tensor " + std::to_string(operand) +
                     ", which is no FSDP gather of this step");
-      gather->second.wait();
+      gather->second.wait(exec);
       break;
     }
     case plan::StepKind::Forward:
@@ -725,7 +724,7 @@ double Executor::Interpreter::run(const plan::Program &program,
       }
       auto gather = gathers.find(operand);
       if (gather != gathers.end())
-        gather->second.release();
+        gather->second.release(exec);
       break;
     }
     case plan::StepKind::ReduceScatter: {
@@ -783,7 +782,7 @@ double Executor::Interpreter::run(const plan::Program &program,
   while (!scatters.empty())
     landScatter(scatters.begin()->first);
   for (auto &[id, g] : gathers)
-    g.release();
+    g.release(exec);
   gathers.clear();
   latestGather.clear();
   bindings.clear();

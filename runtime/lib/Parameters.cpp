@@ -14,6 +14,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -248,88 +249,143 @@ std::vector<int> Executor::moduleSlots(const std::string &module) {
   return slots;
 }
 
-std::vector<at::Tensor> Executor::startGather(
-    FsdpUnit &unit, std::vector<std::unique_ptr<PendingCollective>> &pending) {
+at::TensorOptions Executor::unitOptions(const FsdpUnit &unit) const {
+  at::TensorOptions options;
+  return unit.slots.empty()
+             ? options
+             : options.device(paramSlots[unit.slots[0]].master.device());
+}
+
+Executor::UnitGather Executor::startGather(const FsdpUnit &unit) {
   int world = fsdpComm->size();
+  int64_t perRank = 0;
+  for (int s : unit.slots)
+    perRank += paramSlots[s].rowsPerRank(world) * paramSlots[s].rowNumel();
+  UnitGather gather;
+  gather.flat =
+      at::empty({world * perRank}, unitOptions(unit).dtype(unit.compute));
+  at::Tensor mine = gather.flat.narrow(0, fsdpComm->rank() * perRank, perRank);
+  int64_t offset = 0;
+  for (int s : unit.slots) {
+    const at::Tensor &shard = paramSlots[s].master;
+    mine.narrow(0, offset, shard.numel()).copy_(shard.detach().reshape({-1}));
+    offset += shard.numel();
+  }
+  gather.pending = fsdpComm->startAllGather(gather.flat);
+  return gather;
+}
+
+std::vector<at::Tensor>
+Executor::landGather(const FsdpUnit &unit, UnitGather &gather,
+                     std::vector<c10::Storage> &storages) {
+  if (gather.pending)
+    gather.pending->wait();
+  gather.pending.reset();
+  int world = fsdpComm->size();
+  at::Tensor ranks = gather.flat.view({world, -1});
   std::vector<at::Tensor> fulls;
-  unit.storages.clear();
+  storages.clear();
+  int64_t offset = 0;
   for (int s : unit.slots) {
     ParamSlot &slot = paramSlots[s];
-    at::Tensor shard = slot.master.detach();
     if (world == 1 && unit.compute == at::kFloat) {
-      // One rank: the master is the compute tensor; nothing to gather.
-      fulls.push_back(shard);
-      unit.storages.emplace_back();
+      // One rank: the master is the compute tensor.
+      fulls.push_back(slot.master.detach());
+      storages.emplace_back();
       continue;
     }
+    int64_t elements = slot.rowsPerRank(world) * slot.rowNumel();
     std::vector<int64_t> padded = slot.shape;
     padded[0] = slot.paddedDim0;
-    at::Tensor buffer = at::empty(padded, shard.options().dtype(unit.compute));
-    // This rank's shard goes straight into its slice, cast on the way: no
-    // copy of the shard in the compute dtype exists besides.
-    buffer.chunk(world, 0)[fsdpComm->rank()].copy_(shard);
-    pending.push_back(fsdpComm->startAllGather(buffer));
+    at::Tensor buffer = at::empty(padded, gather.flat.options());
+    // Rank r's rows of the parameter are its piece of rank r's slice.
+    buffer.view({world, elements}).copy_(ranks.narrow(1, offset, elements));
+    offset += elements;
     at::Tensor full = buffer;
     if (slot.paddedDim0 != slot.shape[0])
       // Same storage, not a view: the storage is freed and refilled whole.
       full = at::empty({0}, buffer.options())
                  .set_(buffer.storage(), 0, slot.shape,
                        c10::contiguous_strides(slot.shape));
-    unit.storages.push_back(buffer.storage());
+    storages.push_back(buffer.storage());
     fulls.push_back(full);
   }
+  gather.flat = at::Tensor();
   return fulls;
 }
 
 Executor::GradientScatter
-Executor::startReduceGrads(FsdpUnit &unit,
-                           const std::vector<at::Tensor> &grads) {
+Executor::startReduceGrads(FsdpUnit &unit, std::vector<at::Tensor> &grads) {
   int world = fsdpComm->size();
   GradientScatter scatter;
-  for (size_t i = 0; i < unit.slots.size(); ++i) {
-    ParamSlot &slot = paramSlots[unit.slots[i]];
-    at::Tensor grad = i < grads.size() ? grads[i] : at::Tensor();
-    if (slot.frozen) {
-      scatter.pending.emplace_back();
-      scatter.mine.emplace_back();
-      continue;
-    }
-    if (!grad.defined())
-      grad = at::zeros(slot.shape, slot.master.options());
-    if (world == 1) {
-      scatter.pending.emplace_back();
-      scatter.mine.push_back(grad.to(at::kFloat));
-      continue;
-    }
-    at::Tensor flat = grad.to(unit.reduce);
-    if (slot.paddedDim0 != slot.shape[0]) {
-      std::vector<int64_t> padShape = slot.shape;
-      padShape[0] = slot.paddedDim0 - slot.shape[0];
-      flat = at::cat({flat, at::zeros(padShape, flat.options())}, 0);
-    }
-    at::Tensor &mine = scatter.mine.emplace_back();
-    scatter.pending.push_back(
-        fsdpComm->startReduceScatterSum(flat.contiguous(), mine));
+  int64_t perRank = 0;
+  for (int s : unit.slots) {
+    const ParamSlot &slot = paramSlots[s];
+    scatter.offsets.push_back(slot.frozen ? -1 : perRank);
+    if (!slot.frozen)
+      perRank += slot.rowsPerRank(world) * slot.rowNumel();
   }
+  if (perRank == 0)
+    return scatter;
+  at::Tensor flat =
+      at::empty({world * perRank}, unitOptions(unit).dtype(unit.reduce));
+  at::Tensor ranks = flat.view({world, perRank});
+  for (size_t i = 0; i < unit.slots.size(); ++i) {
+    const ParamSlot &slot = paramSlots[unit.slots[i]];
+    if (slot.frozen)
+      continue;
+    int64_t rows = slot.rowsPerRank(world), width = slot.rowNumel();
+    at::Tensor into = ranks.narrow(1, scatter.offsets[i], rows * width)
+                          .view({world, rows, width});
+    // Each gradient is dropped once copied in: the collective's own
+    // buffers find the unsharded gradients gone.
+    at::Tensor grad = i < grads.size() ? std::move(grads[i]) : at::Tensor();
+    if (!grad.defined()) {
+      into.zero_();
+      continue;
+    }
+    grad = grad.reshape({slot.shape[0], width});
+    if (slot.paddedDim0 == slot.shape[0]) {
+      into.copy_(grad.view({world, rows, width}));
+      continue;
+    }
+    // Padded rows reduce as zeros.
+    for (int r = 0; r < world; ++r) {
+      int64_t from = r * rows;
+      int64_t take = std::clamp<int64_t>(slot.shape[0] - from, 0, rows);
+      if (take > 0)
+        into[r].narrow(0, 0, take).copy_(grad.narrow(0, from, take));
+      if (take < rows)
+        into[r].narrow(0, take, rows - take).zero_();
+    }
+  }
+  scatter.pending = fsdpComm->startReduceScatterSum(flat, scatter.mine);
   return scatter;
 }
 
-std::vector<at::Tensor> Executor::finishReduceGrads(GradientScatter &scatter) {
+std::vector<at::Tensor> Executor::finishReduceGrads(const FsdpUnit &unit,
+                                                    GradientScatter &scatter) {
   int world = fsdpComm->size();
+  if (scatter.pending)
+    scatter.pending->wait();
+  scatter.pending.reset();
   std::vector<at::Tensor> shards;
-  for (size_t i = 0; i < scatter.mine.size(); ++i) {
-    if (scatter.pending[i])
-      scatter.pending[i]->wait();
-    at::Tensor mine = scatter.mine[i];
-    if (!mine.defined() || world == 1) {
-      shards.push_back(mine);
+  for (size_t i = 0; i < unit.slots.size(); ++i) {
+    const ParamSlot &slot = paramSlots[unit.slots[i]];
+    if (i >= scatter.offsets.size() || scatter.offsets[i] < 0 ||
+        !scatter.mine.defined()) {
+      shards.emplace_back();
       continue;
     }
+    at::Tensor mine = scatter.mine
+                          .narrow(0, scatter.offsets[i],
+                                  slot.rowsPerRank(world) * slot.rowNumel())
+                          .view(slot.master.sizes());
     // Data parallel: each rank's loss is the mean over its own tokens.
     shards.push_back(mine.to(at::kFloat).div_(world));
   }
-  scatter.pending.clear();
-  scatter.mine.clear();
+  scatter.mine = at::Tensor();
+  scatter.offsets.clear();
   return shards;
 }
 

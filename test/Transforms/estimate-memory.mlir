@@ -10,45 +10,45 @@
 
 // Two f32 layers of 1232 parameters and a tied 100x16 embedding (counted,
 // sharded and given moments once: 4064 parameters, 2032 per rank), seq 8.
-// The peak is the start of layer 1's backward: both layers' activations are
-// still saved, the root and layer 1 are gathered with layer 0 prefetched,
-// and the root's unsharded gradient (the tied embedding, 100x16 f32) is live;
-// layer 1's gradients only appear as its backward frees its activations.
+// The peak is layer 1's reduce-scatter: its gradients (1232 f32, 4928
+// bytes) have been copied into one flat buffer and dropped, and the cpu
+// profile's Gloo reduce-scatter is an all-to-all into a receive buffer of
+// the flat buffer's size and a sum of this rank's slice (2464). Beside them
+// are layer 1's gradient shards (2464), the root's unsharded gradient (the
+// tied embedding, 100x16 f32: 6400), layer 0's activations still saved, and
+// the root, layer 1 (freed after its reduce-scatter) and layer 0 gathered.
 // CHECK: memory per rank (fsdp, 2 ranks)
 // CHECK-NEXT: sharded parameters {{.*}} 8128 bytes
 // CHECK-NEXT: unsharded parameters {{.*}} 16256 bytes
-// CHECK-NEXT: gradients {{.*}} 6400 bytes
+// CHECK-NEXT: gradients {{.*}} 21184 bytes
 // CHECK-NEXT: optimizer state {{.*}} 16256 bytes
 // The cpu profile runs eager kernels. Per layer (8x16 f32 = 512 bytes):
 // the norm's input, x^2 and x * rstd (3 x 512) and rstd (32); q_proj's input
 // (512); attention's contiguous q, k and v copies (3 x 512), its 4x8x8 fp32
 // probabilities (1024) and the 8x8 mask (64); the residual (512), up's output
 // and the activation's (2 x 960): 7136 bytes.
-// CHECK-NEXT: saved activations {{.*}} 14272 bytes
-// The largest single op: attention reading q three times and writing 8x16.
-// CHECK-NEXT: recompute working set {{.*}} 2048 bytes
+// CHECK-NEXT: saved activations {{.*}} 7136 bytes
+// CHECK-NEXT: recompute working set {{.*}} 0 bytes
 // CHECK-NEXT: logits and loss {{.*}} 0 bytes
 // CHECK-NEXT: fixed overhead {{.*}} 0 bytes
-// CHECK-NEXT: peak {{.*}} 63360 bytes
-// CHECK-NEXT: peak during: backward model.layers.1
+// CHECK-NEXT: peak {{.*}} 68960 bytes
+// CHECK-NEXT: peak during: reduce-scatter model.layers.1 (copy-in)
 // CHECK-NEXT: capacity 24.00 GiB: fits
-// CHECK: parc.model @tiny {{.*}}parc.predicted_fits = true, parc.predicted_hardware = "cpu", parc.predicted_micro_batch = 1 : i64, parc.predicted_peak_bytes = 63360 : i64, parc.predicted_peak_phase = "backward model.layers.1", parc.predicted_seq_len = 8 : i64
+// CHECK: parc.model @tiny {{.*}}parc.predicted_fits = true, parc.predicted_hardware = "cpu", parc.predicted_micro_batch = 1 : i64, parc.predicted_peak_bytes = 68960 : i64, parc.predicted_peak_phase = "reduce-scatter model.layers.1 (copy-in)", parc.predicted_seq_len = 8 : i64
 
 // Full remat keeps one layer input per layer (8x16 f32 = 512 bytes) and
-// rebuilds the layer being differentiated. The peak is layer 0's backward:
-// layer 1's input is freed, but its unsharded gradient (1232 f32) is still
-// being reduce-scattered (one reduce-scatter in flight, waited for before
-// layer 0's is issued) while layer 0 rebuilds its activations.
-// FULL: unsharded parameters {{.*}} 11328 bytes
-// FULL-NEXT: gradients {{.*}} 13792 bytes
+// rebuilds the layer being differentiated; the peak is again layer 1's
+// reduce-scatter, with the one layer input left saved.
+// FULL: unsharded parameters {{.*}} 16256 bytes
+// FULL-NEXT: gradients {{.*}} 21184 bytes
 // FULL-NEXT: optimizer state {{.*}} 16256 bytes
 // FULL-NEXT: saved activations {{.*}} 512 bytes
-// FULL-NEXT: recompute working set {{.*}} 9184 bytes
-// FULL: peak {{.*}} 59200 bytes
-// FULL-NEXT: peak during: backward model.layers.0
+// FULL-NEXT: recompute working set {{.*}} 0 bytes
+// FULL: peak {{.*}} 62336 bytes
+// FULL-NEXT: peak during: reduce-scatter model.layers.1 (copy-in)
 
 // With gradient accumulation the sharded gradients live all step.
-// ACCUM: gradients {{.*}} 14528 bytes
+// ACCUM: gradients {{.*}} 26848 bytes
 
 // A grid no plan uses is refused rather than counted as ranks.
 // GRIDS: error: lower-to-schedule: parc.tp_size = 1 but shard.grid @tp has 4 ranks: run --apply-tp again

@@ -37,6 +37,10 @@ struct HardwareProfile {
   /// How tensors get device memory: the CUDA caching allocator on GPUs (what
   /// a run's reserved memory measures), one allocation per tensor on CPUs.
   AllocatorKind allocator = AllocatorKind::Caching;
+  /// The ranks talk over Gloo (LibTorch 1.13's has no reduce_scatter): a
+  /// reduce-scatter is an all-to-all into a receive buffer of its input's
+  /// size and a sum of the slices, both made while the input lives.
+  bool glooCollectives = false;
   /// The fraction of `bf16Flops` training compute achieves on this part,
   /// calibrated from published throughput (each profile names its source).
   double computeEfficiency = 0;

@@ -75,9 +75,6 @@ struct FsdpUnit {
   std::vector<int> slots;
   at::ScalarType compute = at::kFloat;
   at::ScalarType reduce = at::kFloat;
-  /// Storages of the latest gather (one per slot; empty at one shard in
-  /// fp32, where the master is the compute tensor).
-  std::vector<c10::Storage> storages;
 };
 
 struct CompiledOp;
@@ -163,26 +160,43 @@ public:
   const std::map<std::string, std::string> &aliases() const { return tiedTo; }
 
   // Used by the autograd functions in Forward.cpp and by the interpreter.
-  /// Starts gathering `unit` into fresh storages in its compute dtype and
-  /// returns its full parameters, readable once every collective it adds
-  /// to `pending` has been waited for.
-  std::vector<at::Tensor>
-  startGather(FsdpUnit &unit,
-              std::vector<std::unique_ptr<PendingCollective>> &pending);
-  /// A unit's gradients on their way to this rank's shards: per slot of
-  /// the unit, its collective and this rank's slice of the sum once that
-  /// has landed (undefined for a frozen slot).
+  /// A unit's all-gather in flight. As FSDP2's, it is one collective over
+  /// one flat buffer in the compute dtype, rank-major: rank r's slice holds
+  /// its shard of each of the unit's parameters in slot order, so every
+  /// rank sends one contiguous piece however many parameters the unit has.
+  struct UnitGather {
+    at::Tensor flat;
+    std::unique_ptr<PendingCollective> pending;
+  };
+  /// Where the unit's masters live (the device of its flat buffers).
+  at::TensorOptions unitOptions(const FsdpUnit &unit) const;
+  /// Starts gathering `unit`: this rank's shards are cast straight into
+  /// its slice of the flat buffer, and the collective returns at once.
+  UnitGather startGather(const FsdpUnit &unit);
+  /// Waits for the gather and copies the flat buffer out into one padded
+  /// tensor per parameter (FSDP2's copy-out; the flat buffer is freed
+  /// after it): returns the parameters, unpadded, and their storages (one
+  /// per slot, empty where the master itself is the compute tensor).
+  std::vector<at::Tensor> landGather(const FsdpUnit &unit, UnitGather &gather,
+                                     std::vector<c10::Storage> &storages);
+  /// A unit's gradients on their way to this rank's shards: one
+  /// reduce-scatter of one flat buffer laid out as the gather's, and this
+  /// rank's slice of the sum once it has landed.
   struct GradientScatter {
-    std::vector<std::unique_ptr<PendingCollective>> pending;
-    std::vector<at::Tensor> mine;
+    std::unique_ptr<PendingCollective> pending;
+    at::Tensor mine;
+    /// Per slot of the unit: its offset in `mine`, -1 for a frozen slot.
+    std::vector<int64_t> offsets;
   };
   /// Starts reduce-scattering `grads` (one per slot of `unit`, undefined:
-  /// zeros) in the unit's reduce dtype and returns at once.
+  /// zeros) in the unit's reduce dtype and returns at once; `grads` are
+  /// released as they are copied in.
   GradientScatter startReduceGrads(FsdpUnit &unit,
-                                   const std::vector<at::Tensor> &grads);
-  /// Waits for them and returns this rank's fp32 gradient shards, each a
-  /// tensor of its own (undefined for a frozen slot).
-  std::vector<at::Tensor> finishReduceGrads(GradientScatter &scatter);
+                                   std::vector<at::Tensor> &grads);
+  /// Waits for them and returns this rank's fp32 gradient shards (undefined
+  /// for a frozen slot): views of the one slice in fp32, copies otherwise.
+  std::vector<at::Tensor> finishReduceGrads(const FsdpUnit &unit,
+                                            GradientScatter &scatter);
   std::vector<at::Tensor> run(const std::string &module,
                               const std::vector<at::Tensor> &args);
   /// Runs one op of a forward (a call, a selective checkpoint or an ATen
