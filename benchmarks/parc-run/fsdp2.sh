@@ -49,8 +49,8 @@ for spec in "examples/tiny/llama-tiny.json:12:4.6 M" \
     --dtype fp32 --seq 256 --mbs 2 --emit-plan "$work/$name.bin" --json \
     > "$work/$name.json" 2> /dev/null
   predicted=$("$py" -c 'import json, sys
-print(f"{json.load(open(sys.argv[1]))["cost"]["exposed_communication_s"]:.4f}")' \
-    "$work/$name.json")
+cost = json.load(open(sys.argv[1]))["cost"]
+print("%.4f" % cost["exposed_communication_s"])' "$work/$name.json")
   echo "load before $name: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   for threads in default 1; do
     envs=()

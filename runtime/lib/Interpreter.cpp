@@ -13,9 +13,9 @@
 // gradients of its inputs for the segments that produced them.
 //
 // FSDP is the program's collectives: an all-gather step starts gathering a
-// unit into fresh storages and returns, the program's wait blocks until it
-// has landed (the compute steps between overlap it), a forward binds its
-// parameters as leaves over them, a free
+// unit into one flat buffer and returns, the program's wait blocks until it
+// has landed (the compute steps between overlap it) and copies it out into
+// fresh storages, a forward binds its parameters as leaves over them, a free
 // releases them, and a backward whose forward's gather was freed moves the
 // data of the latest gather under the storages autograd saved. A
 // reduce-scatter step starts reducing the leaves' gradients of that
