@@ -1,10 +1,15 @@
 # Shared by the parc-run benchmarks (sourced): a scratch directory, both
-# sides left at their default threads, the median step time of a parc-run
-# log and the table row of a setting's pairs.
+# sides left at their default threads, the three Llama sizes, the median
+# step time of a parc-run log and the table row of a setting's pairs.
 py=/usr/bin/python3
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS
+
+# CONFIG (from the repository root):STEPS:PARAMETERS, smallest first.
+llama_sizes=("examples/tiny/llama-tiny.json:12:4.6 M"
+             "benchmarks/parc-run/models/llama-30m.json:8:31.6 M"
+             "benchmarks/parc-run/models/llama-125m.json:5:124.7 M")
 
 # Median step time in seconds of a parc-run log (rank 0, steps 2..N), from
 # tokens/s: parc_step LOG TOKENS_PER_STEP.

@@ -40,9 +40,7 @@ PY
 
 echo "| model | parameters | threads | parc-run FSDP 2 s/step | DDP 2 s/step | ratio (median of pairs) | pair ratios | exposed communication s/step, predicted / measured |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-for spec in "examples/tiny/llama-tiny.json:12:4.6 M" \
-            "benchmarks/parc-run/models/llama-30m.json:8:31.6 M" \
-            "benchmarks/parc-run/models/llama-125m.json:5:124.7 M"; do
+for spec in "${llama_sizes[@]}"; do
   IFS=: read -r model steps params <<< "$spec"
   name="$(basename "$model" .json)"
   "$build/bin/parc-plan" --model "$root/$model" --hardware cpu --gpus 2 \

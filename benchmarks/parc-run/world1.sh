@@ -18,9 +18,7 @@ source "$root/benchmarks/parc-run/common.sh"
 
 echo "| model | parameters | threads | parc-run s/step | eager s/step | ratio (median of pairs) | pair ratios |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
-for spec in "examples/tiny/llama-tiny.json:12:4.6 M" \
-            "benchmarks/parc-run/models/llama-30m.json:8:31.6 M" \
-            "benchmarks/parc-run/models/llama-125m.json:5:124.7 M"; do
+for spec in "${llama_sizes[@]}"; do
   IFS=: read -r model steps params <<< "$spec"
   name="$(basename "$model" .json)"
   "$build/bin/parc-plan" --model "$root/$model" --hardware cpu --gpus 1 \

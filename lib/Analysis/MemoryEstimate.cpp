@@ -3,9 +3,11 @@
 // The estimate is a replay, not a sum of maxima: it walks each rank kind's
 // parc.program (the step parc-run executes, in its order) and keeps a
 // running breakdown of live bytes, so the peak is the largest total that
-// exists at one moment and the phase it happens in is known. It reads
-// nothing but the program: what each step allocates and its highest point
-// were sized by the lowering (StepMemory.cpp, ActivationTrace.cpp).
+// exists at one moment and the phase it happens in is known. What each step
+// allocates and its highest point were sized by the lowering
+// (StepMemory.cpp, ActivationTrace.cpp); of the hardware profile the replay
+// reads only which collectives the ranks use (Gloo's reduce-scatter
+// buffers) and the allocator it models.
 //
 //===----------------------------------------------------------------------===//
 
@@ -196,6 +198,15 @@ private:
   /// What holds a program allocation in the breakdown.
   using Holder = int64_t MemoryBreakdown::*;
 
+  /// Notes `phase` with `bytes` more held by `holder` for that moment only
+  /// (a collective's copies).
+  void noteTransient(const std::string &phase, Holder holder, int64_t bytes) {
+    MemoryBreakdown before = live;
+    live.*holder += bytes;
+    note(phase);
+    live = before;
+  }
+
   void allocate(Value value, Holder holder, bool placed = true) {
     int64_t bytes = getBufferBytes(value);
     if (placed)
@@ -259,22 +270,18 @@ private:
           bool copy = compute->second == grad.getType().getElementType();
           int64_t extra = copy ? bytes : 0;
           if (glooCollectives) {
-            int64_t dropped =
-                copy ? bytes
-                     : grad.getType().getNumElements() *
-                           llvm::divideCeil(
-                               compute->second.getIntOrFloatBitWidth(), 8);
-            extra =
-                std::max(extra, bytes + getBufferBytes(scatter.getResult()) +
-                                    extra - dropped);
+            // The gradients the program counts, in the compute dtype.
+            int64_t dropped = grad.getType().getNumElements() *
+                              getElementBytes(compute->second);
+            extra = std::max(extra, extra + bytes +
+                                        getBufferBytes(scatter.getResult()) -
+                                        dropped);
           }
           if (extra <= 0)
             return;
-          MemoryBreakdown before = live;
-          live.gradients += extra;
-          note("reduce-scatter " + unitName(grad.getOf()) +
-               suffix(grad.getMicroBatch()) + " (copy-in)");
-          live = before;
+          noteTransient("reduce-scatter " + unitName(grad.getOf()) +
+                            suffix(grad.getMicroBatch()) + " (copy-in)",
+                        &MemoryBreakdown::gradients, extra);
           release(place(extra));
         })
         .Case([&](SaveOp save) {
@@ -326,16 +333,15 @@ private:
         .Case([&](WaitOp wait) {
           if (auto it = flat.find(wait.getCollective()); it != flat.end()) {
             // The copy-out: the parameters are made while the flat buffer
-            // they are copied from still holds the unit.
+            // they are copied from still holds the unit. (Only gathers of
+            // a param_shard have a flat buffer.)
             int64_t bytes = getBufferBytes(it->first);
-            if (auto gather = it->first.getDefiningOp<shard::AllGatherOp>())
-              if (BufferOp shard =
-                      bufferOf(gather.getInput(), BufferKind::ParamShard)) {
-                MemoryBreakdown before = live;
-                live.unshardedParameters += bytes;
-                note("all-gather " + unitName(shard.getOf()) + " (copy-out)");
-                live = before;
-              }
+            auto gather = it->first.getDefiningOp<shard::AllGatherOp>();
+            BufferOp shard =
+                bufferOf(gather.getInput(), BufferKind::ParamShard);
+            noteTransient("all-gather " + unitName(shard.getOf()) +
+                              " (copy-out)",
+                          &MemoryBreakdown::unshardedParameters, bytes);
             blocks[it->first] = place(bytes);
             release(it->second);
             flat.erase(it);

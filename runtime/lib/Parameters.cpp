@@ -14,7 +14,6 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -150,10 +149,8 @@ std::vector<std::string> Executor::materialise(uint64_t seed,
     std::vector<int64_t> shardShape = slot.shape;
     shardShape[0] = rows;
     at::Tensor mine = at::zeros(shardShape, at::kFloat);
-    int64_t begin = shard * rows;
-    int64_t end = std::min<int64_t>(begin + rows, slot.shape[0]);
-    if (end > begin)
-      mine.narrow(0, 0, end - begin).copy_(full.narrow(0, begin, end - begin));
+    if (int64_t take = slot.realRows(shard, shards))
+      mine.narrow(0, 0, take).copy_(full.narrow(0, shard * rows, take));
     slot.master = mine.requires_grad_(!slot.frozen);
     slot.expAvg = at::zeros_like(mine);
     slot.expAvgSq = at::zeros_like(mine);
@@ -260,7 +257,7 @@ Executor::UnitGather Executor::startGather(const FsdpUnit &unit) {
   int world = fsdpComm->size();
   int64_t perRank = 0;
   for (int s : unit.slots)
-    perRank += paramSlots[s].rowsPerRank(world) * paramSlots[s].rowNumel();
+    perRank += paramSlots[s].shardNumel(world);
   UnitGather gather;
   gather.flat =
       at::empty({world * perRank}, unitOptions(unit).dtype(unit.compute));
@@ -294,7 +291,7 @@ Executor::landGather(const FsdpUnit &unit, UnitGather &gather,
       storages.emplace_back();
       continue;
     }
-    int64_t elements = slot.rowsPerRank(world) * slot.rowNumel();
+    int64_t elements = slot.shardNumel(world);
     std::vector<int64_t> padded = slot.shape;
     padded[0] = slot.paddedDim0;
     at::Tensor buffer = at::empty(padded, gather.flat.options());
@@ -323,7 +320,7 @@ Executor::startReduceGrads(FsdpUnit &unit, std::vector<at::Tensor> &grads) {
     const ParamSlot &slot = paramSlots[s];
     scatter.offsets.push_back(slot.frozen ? -1 : perRank);
     if (!slot.frozen)
-      perRank += slot.rowsPerRank(world) * slot.rowNumel();
+      perRank += slot.shardNumel(world);
   }
   if (perRank == 0)
     return scatter;
@@ -335,8 +332,9 @@ Executor::startReduceGrads(FsdpUnit &unit, std::vector<at::Tensor> &grads) {
     if (slot.frozen)
       continue;
     int64_t rows = slot.rowsPerRank(world), width = slot.rowNumel();
-    at::Tensor into = ranks.narrow(1, scatter.offsets[i], rows * width)
-                          .view({world, rows, width});
+    at::Tensor into =
+        ranks.narrow(1, scatter.offsets[i], slot.shardNumel(world))
+            .view({world, rows, width});
     // Each gradient is dropped once copied in: the collective's own
     // buffers find the unsharded gradients gone.
     at::Tensor grad = i < grads.size() ? std::move(grads[i]) : at::Tensor();
@@ -351,10 +349,9 @@ Executor::startReduceGrads(FsdpUnit &unit, std::vector<at::Tensor> &grads) {
     }
     // Padded rows reduce as zeros.
     for (int r = 0; r < world; ++r) {
-      int64_t from = r * rows;
-      int64_t take = std::clamp<int64_t>(slot.shape[0] - from, 0, rows);
+      int64_t take = slot.realRows(r, world);
       if (take > 0)
-        into[r].narrow(0, 0, take).copy_(grad.narrow(0, from, take));
+        into[r].narrow(0, 0, take).copy_(grad.narrow(0, r * rows, take));
       if (take < rows)
         into[r].narrow(0, take, rows - take).zero_();
     }
@@ -377,10 +374,9 @@ std::vector<at::Tensor> Executor::finishReduceGrads(const FsdpUnit &unit,
       shards.emplace_back();
       continue;
     }
-    at::Tensor mine = scatter.mine
-                          .narrow(0, scatter.offsets[i],
-                                  slot.rowsPerRank(world) * slot.rowNumel())
-                          .view(slot.master.sizes());
+    at::Tensor mine =
+        scatter.mine.narrow(0, scatter.offsets[i], slot.shardNumel(world))
+            .view(slot.master.sizes());
     // Data parallel: each rank's loss is the mean over its own tokens.
     shards.push_back(mine.to(at::kFloat).div_(world));
   }

@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/Storage.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,6 +65,16 @@ struct ParamSlot {
     for (size_t i = 1; i < shape.size(); ++i)
       n *= shape[i];
     return n;
+  }
+  /// Elements of one rank's shard: its piece of a unit's flat buffers.
+  int64_t shardNumel(int world) const {
+    return rowsPerRank(world) * rowNumel();
+  }
+  /// How many of the unpadded rows rank `rank` of `world` holds (its
+  /// shard's first rows; the rest is padding).
+  int64_t realRows(int rank, int world) const {
+    int64_t rows = rowsPerRank(world);
+    return std::clamp<int64_t>(shape[0] - rank * rows, 0, rows);
   }
 };
 
